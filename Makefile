@@ -1,0 +1,57 @@
+# One entry point for people and CI. `make demo` and `make test` install what they need first.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip install -q -c constraints.txt
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+PYTEST_ARGS ?=
+
+.PHONY: deps build test test-py test-cpp demo bench asan clean
+
+# Stamp files keep repeated `make test` from re-running pip and apt.
+$(BUILD_DIR)/.deps: constraints.txt requirements-dev.txt
+	@mkdir -p $(BUILD_DIR)
+	$(PIP) -r requirements-dev.txt
+	@if ! [ -f /usr/include/gtest/gtest.h ]; then \
+	  (command -v apt-get >/dev/null && (apt-get install -y -q libgtest-dev >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null && apt-get install -y -q libgtest-dev >/dev/null))) || \
+	  echo "GoogleTest not available: C++ unit tests will be skipped"; fi
+	@touch $@
+
+deps: $(BUILD_DIR)/.deps
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \
+	  -DBYTEGRAPH_TESTS=$$([ -f /usr/include/gtest/gtest.h ] && echo ON || echo OFF) >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test-cpp: build
+	@if [ -f $(BUILD_DIR)/bytegraph_cpp_tests ]; then \
+	  cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS); \
+	else echo "C++ unit tests not built (GoogleTest missing)"; fi
+
+test-py: build
+	PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -q $(PYTEST_ARGS) tests
+
+test: test-cpp test-py
+
+demo: build
+	PYTHONPATH=$(CURDIR) $(PYTHON) -m bytegraph demo
+
+bench: build
+	$(PIP) -r benchmarks/requirements.txt
+	PYTHONPATH=$(CURDIR) $(PYTHON) -m benchmarks.run
+
+# ASan + UBSan build of the extension; the interpreter itself is not instrumented, so the
+# runtime is preloaded. Leak detection is off: CPython's arenas and interned objects are
+# reported as leaks otherwise (the reference-leak tests cover leaks instead).
+asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBYTEGRAPH_SANITIZE=ON -DBYTEGRAPH_EXTENSION_DIR=$(CURDIR)/build-asan/ext \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 BYTEGRAPH_EXTENSION_DIR=$(CURDIR)/build-asan/ext \
+	  PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -q -x $(PYTEST_ARGS) tests
+
+clean:
+	rm -rf $(BUILD_DIR) build-asan bytegraph/_C*.so

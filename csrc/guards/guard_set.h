@@ -1,0 +1,60 @@
+// What the tracer relied on, collected during one compile, then built into a guard tree.
+//
+// Contract between the tracer (calls the `add_*` methods as it reads values) and the cache
+// (owns the built `GuardTree` per entry and checks it before each call). Each `add_*` is
+// idempotent for the same source and check.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "guards/source.h"
+#include "python/ref.h"
+
+namespace bytegraph::guards {
+
+class GuardTree;
+
+// The values the guards read: the frame's local slots (arguments; free variables come from
+// the closure), its globals and builtins. All borrowed for the duration of one check.
+struct FrameValues {
+  PyObject* const* locals = nullptr;  // localsplus, argument slots valid
+  int nlocals = 0;
+  PyObject* globals = nullptr;
+  PyObject* builtins = nullptr;
+  PyObject* closure = nullptr;  // tuple of cells, or null
+};
+
+class GuardSet {
+ public:
+  GuardSet();
+  ~GuardSet();
+  void add_type_match(const SourcePtr& source, PyTypeObject* type);
+  void add_id_match(const SourcePtr& source, PyObject* object);
+  void add_equals_match(const SourcePtr& source, PyObject* value);   // Python constants
+  void add_tensor_match(const SourcePtr& source, PyObject* tensor);  // type, dtype, device, shape, stride, requires_grad
+  void add_length_match(const SourcePtr& source, Py_ssize_t length);
+  void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
+  void add_none_match(const SourcePtr& source, bool is_none);
+  // Human-readable list, one guard a line (for logs, explain() and comptime.print_guards).
+  std::vector<std::string> describe() const;
+  std::unique_ptr<GuardTree> build() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class GuardTree {
+ public:
+  virtual ~GuardTree() = default;
+  // Hot path: no allocation where the C API allows. Throws PythonError if a check raised.
+  virtual bool check(const FrameValues& frame) const = 0;
+  // Slow path: the first failing guard in words, e.g. "L['x'] size[0]: expected 3, got 4";
+  // empty if every guard passes.
+  virtual std::string explain_failure(const FrameValues& frame) const = 0;
+  virtual std::vector<std::string> describe() const = 0;
+};
+
+}  // namespace bytegraph::guards

@@ -1,0 +1,47 @@
+// Where a value came from at run time: a chain rooted in the frame (a local slot, a global,
+// a closure cell), extended by attribute and item accesses. Sources name graph inputs and
+// say what guards check: `L['x']`, `G['w']`, `L['self'].fc.weight`, `L['xs'][0]`.
+//
+// Contract shared by the tracer (which creates sources for values it reads) and the guard
+// tree (which turns them into accessors). Sources are immutable and shared.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "python/ref.h"
+
+namespace bytegraph::guards {
+
+struct Source;
+using SourcePtr = std::shared_ptr<const Source>;
+
+struct Source {
+  enum class Kind {
+    Local,    // frame slot `index` (in localsplus order), named `name`
+    Global,   // the function's globals dict, key `name`
+    Builtin,  // the builtins dict, key `name`
+    Closure,  // contents of closure cell `index` of the function, named `name`
+    Attr,     // getattr(base, name)
+    Item,     // base[key]
+    Type,     // type(base)
+  };
+  Kind kind;
+  SourcePtr base;   // Attr, Item, Type
+  std::string name;
+  int index = -1;
+  py::Ref<> key;    // Item: the key (an int, str or other hashable constant)
+
+  // The readable name used in graph placeholders, guard listings and failure reasons.
+  std::string repr() const;
+};
+
+SourcePtr local_source(std::string name, int slot);
+SourcePtr global_source(std::string name);
+SourcePtr builtin_source(std::string name);
+SourcePtr closure_source(std::string name, int index);
+SourcePtr attr_source(SourcePtr base, std::string name);
+SourcePtr item_source(SourcePtr base, py::Ref<> key);
+SourcePtr type_source(SourcePtr base);
+
+}  // namespace bytegraph::guards
