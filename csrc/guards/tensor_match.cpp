@@ -43,6 +43,7 @@ class TensorMatch final : public LeafGuard {
       : meta_(meta), type_(py::Ref<PyTypeObject>::newref(Py_TYPE(tensor))) {
     dtype_ = bytegraph::check(meta.dtype(tensor));
     device_ = bytegraph::check(meta.device(tensor));
+    device_check_ = device_check_for(tensor);
     py::Ref<> grad = bytegraph::check(meta.requires_grad(tensor));
     requires_grad_ = grad.get() == Py_True;
     sizes_ = int_tuple(bytegraph::check(meta.shape(tensor)).get());
@@ -109,15 +110,38 @@ class TensorMatch final : public LeafGuard {
     if (ints_mismatch("size", sizes_, shape.get(), reason)) return true;
     py::Ref<> strides = bytegraph::check(meta_.stride(value));
     if (ints_mismatch("stride", strides_, strides.get(), reason)) return true;
-    py::Ref<> device = bytegraph::check(meta_.device(value));
-    int same_device = PyObject_RichCompareBool(device.get(), device_.get(), Py_EQ);
-    if (same_device < 0) throw_python_error();
-    if (!same_device) {
-      if (reason) *reason = "device: expected " + safe_str(device_.get()) + ", got " +
-                            safe_str(device.get());
+    if (!same_device(value)) {
+      if (reason) {
+        py::Ref<> device = bytegraph::check(meta_.device(value));
+        *reason = "device: expected " + safe_str(device_.get()) + ", got " + safe_str(device.get());
+      }
       return true;
     }
     return false;
+  }
+
+  enum class DeviceCheck { kIsCpu, kIsMeta, kEquals };
+
+  DeviceCheck device_check_for(PyObject* tensor) const {
+    if (bytegraph::check(meta_.is_cpu(tensor)).get() == Py_True) return DeviceCheck::kIsCpu;
+    if (bytegraph::check(meta_.is_meta(tensor)).get() == Py_True) return DeviceCheck::kIsMeta;
+    return DeviceCheck::kEquals;
+  }
+
+  bool same_device(PyObject* value) const {
+    switch (device_check_) {
+      case DeviceCheck::kIsCpu:
+        return bytegraph::check(meta_.is_cpu(value)).get() == Py_True;
+      case DeviceCheck::kIsMeta:
+        return bytegraph::check(meta_.is_meta(value)).get() == Py_True;
+      case DeviceCheck::kEquals:
+        break;
+    }
+    // torch.device compares type and index; building it is the slow part.
+    py::Ref<> device = bytegraph::check(meta_.device(value));
+    int same = PyObject_RichCompareBool(device.get(), device_.get(), Py_EQ);
+    if (same < 0) throw_python_error();
+    return same == 1;
   }
 
   // `got` is a tuple of ints (torch.Size or the tuple stride() returns), read in place.
@@ -153,6 +177,7 @@ class TensorMatch final : public LeafGuard {
   py::Ref<PyTypeObject> type_;
   py::Ref<> dtype_;
   py::Ref<> device_;
+  DeviceCheck device_check_ = DeviceCheck::kEquals;
   bool requires_grad_ = false;
   std::vector<int64_t> sizes_;
   std::vector<int64_t> strides_;

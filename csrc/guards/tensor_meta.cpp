@@ -30,9 +30,9 @@ void TensorMeta::load() {
     throw PythonError::make(PyExc_TypeError, "torch._C.TensorBase is not a type");
   }
   tensor_base_ = py::Ref<PyTypeObject>::steal(base.release());
-  const char* names[4] = {"dtype", "device", "shape", "requires_grad"};
-  const PyGetSetDef** slots[4] = {&dtype_, &device_, &shape_, &requires_grad_};
-  for (int i = 0; i < 4; ++i) {
+  const char* names[6] = {"dtype", "device", "shape", "requires_grad", "is_cpu", "is_meta"};
+  const PyGetSetDef** slots[6] = {&dtype_, &device_, &shape_, &requires_grad_, &is_cpu_, &is_meta_};
+  for (int i = 0; i < 6; ++i) {
     descriptors_[i] = class_attribute(tensor_base_.get(), names[i]);
     *slots[i] = getset_of(descriptors_[i], names[i]);
   }
