@@ -136,15 +136,18 @@ void bind_guard_set(nb::module_& m) {
         g.add_type_match(s.source, reinterpret_cast<PyTypeObject*>(type.ptr()));
       })
       .def("add_id_match",
-           [](GuardSet& g, const PySource& s, nb::handle obj) { g.add_id_match(s.source, obj.ptr()); })
-      .def("add_equals_match", [](GuardSet& g, const PySource& s, nb::handle value) {
-        g.add_equals_match(s.source, value.ptr());
-      })
+           [](GuardSet& g, const PySource& s, nb::handle obj) { g.add_id_match(s.source, obj.ptr()); },
+           nb::arg("source"), nb::arg("object").none())
+      .def("add_equals_match",
+           [](GuardSet& g, const PySource& s, nb::handle value) {
+             g.add_equals_match(s.source, value.ptr());
+           },
+           nb::arg("source"), nb::arg("value").none())
       .def("add_tensor_match",
            [](GuardSet& g, const PySource& s, nb::handle tensor, std::vector<int> dynamic_dims) {
              g.add_tensor_match(s.source, tensor.ptr(), dynamic_dims);
            },
-           nb::arg("source"), nb::arg("tensor"), nb::arg("dynamic_dims") = std::vector<int>{})
+           nb::arg("source"), nb::arg("tensor").none(), nb::arg("dynamic_dims") = std::vector<int>{})
       .def("add_length_match", [](GuardSet& g, const PySource& s, Py_ssize_t length) {
         g.add_length_match(s.source, length);
       })
