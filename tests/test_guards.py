@@ -474,3 +474,21 @@ def test_no_reference_leaks_over_many_checks():
         assert not tree.check_locals(bad, glob)
         tree.explain_locals(bad, glob)
     assert [sys.getrefcount(o) for o in watched] == before
+
+
+def test_a_value_borrowed_from_a_dict_survives_python_code_that_drops_it():
+    glob = {}
+
+    class Fragile:
+        @property
+        def a(self):
+            glob.clear()  # drops the dict's reference: only the guard tree still holds one
+            return 1
+
+        c = 2
+
+    glob["obj"] = Fragile()
+    tree = tree_of(("add_equals_match", g.global_("obj").attr("a"), 1),
+                   ("add_equals_match", g.global_("obj").attr("c"), 2))
+    assert tree.check_locals([], glob) is True
+    assert glob == {}

@@ -10,10 +10,10 @@ Accessor::~Accessor() = default;
 
 Fetched Accessor::fetch_for_child(PyObject* parent, const FrameValues& frame) const {
   Fetched value = fetch(parent, frame);
-  // Leaf checks never run user code, but a deeper getattr can (a property), and it could
-  // drop the only reference the container held. Owning the value for that walk costs one
-  // incref; values read from the frame or the parent itself are kept alive by them.
-  if (value && child_->has_accessors() && borrows_from_container()) value.own();
+  // A getattr below this value (a property), or a leaf that can run Python code, could drop
+  // the only reference the container held. Owning the value for that walk costs one incref;
+  // values read from the frame or the parent itself are kept alive by them.
+  if (value && borrows_from_container() && child_->may_run_python()) value.own();
   return value;
 }
 

@@ -109,7 +109,7 @@ void bind_sources(nb::module_& m) {
       .def("item", [](const PySource& s, nb::handle key) {
         if (PyObject_Hash(key.ptr()) == -1) throw_python_error();
         return PySource{guards::item_source(s.source, py::Ref<>::newref(key.ptr()))};
-      })
+      }, nb::arg("key").none())
       .def("type", [](const PySource& s) { return PySource{guards::type_source(s.source)}; });
 
   m.def("local", [](std::string name, int slot) {

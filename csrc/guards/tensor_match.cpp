@@ -62,6 +62,7 @@ class TensorMatch final : public LeafGuard {
   }
   std::string dedupe_key() const override { return "TENSOR_MATCH " + properties(); }
   int cost_rank() const override { return kCostTensor; }
+  bool may_run_python() const override { return true; }
 
  private:
   // A dynamic dimension's size may change. So may every stride that lies outside it in
