@@ -379,7 +379,12 @@ def test_tensor_match_dynamic_dims():
     inner = tensor_tree(torch.randn(3, 4), dynamic_dims=[-1])
     assert_passes(inner, [torch.randn(3, 9)])  # stride[0] scales with size[1]: unchecked
     assert_fails(inner, [torch.randn(9, 3).t()[:3]], "L['x'] stride[1]: expected 1, got 3")
-    assert "size=[?, 4]" in tree.describe()[0]
+    assert "size=[?, 4] stride=[4, 1]" in tree.describe()[0]
+    assert "size=[3, ?] stride=[?, 1]" in inner.describe()[0]
+    both = tensor_tree(torch.randn(3, 4), dynamic_dims=[1, 0])
+    assert "size=[?, ?] stride=[?, 1]" in both.describe()[0]
+    assert_passes(both, [torch.randn(5, 6)])
+    assert_fails(both, [torch.randn(6, 5).t()], "L['x'] stride[1]: expected 1, got 5")
     with pytest.raises(IndexError):
         tensor_tree(torch.randn(3), dynamic_dims=[1])
 
