@@ -235,6 +235,13 @@ def test_item_on_tuples_and_custom_mappings():
     assert_fails(tree, [{}], "L['t'][1]: item missing")
 
 
+def test_a_key_on_a_builtin_sequence_is_missing():
+    tree = tree_of(("add_equals_match", L("d", 0).item("k"), 1))
+    assert_passes(tree, [{"k": 1}])
+    assert_fails(tree, [[1]], "L['d']['k']: item missing")
+    assert_fails(tree, [(1,)], "L['d']['k']: item missing")
+
+
 def test_missing_values_fail_without_raising():
     tree = tree_of(("add_equals_match", L("self", 0).attr("fc").attr("n"), 1),
                    ("add_equals_match", g.global_("g"), 2))
@@ -370,6 +377,18 @@ def test_tensor_match_on_meta_and_parameters():
                  "L['x'] type: expected torch.nn.parameter.Parameter, got torch.Tensor")
     assert_fails(ptree, [torch.nn.Parameter(torch.zeros(2), requires_grad=False)],
                  "L['x'] requires_grad: expected True, got False")
+
+
+def test_tensor_match_detects_a_user_subclass():
+    class MyTensor(torch.Tensor):
+        pass
+
+    x = torch.zeros(2)
+    mine = x.as_subclass(MyTensor)
+    assert_fails(tensor_tree(x), [mine],
+                 f"L['x'] type: expected torch.Tensor, got {__name__}."
+                 "test_tensor_match_detects_a_user_subclass.<locals>.MyTensor")
+    assert_passes(tensor_tree(mine), [torch.ones(2).as_subclass(MyTensor)])
 
 
 def test_tensor_match_dynamic_dims():

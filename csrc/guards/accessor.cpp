@@ -148,8 +148,11 @@ class ItemAccessor final : public Accessor {
     }
   }
   Fetched fetch(PyObject* parent, const FrameValues&) const override {
-    if (has_index_ && (PyList_CheckExact(parent) || PyTuple_CheckExact(parent))) {
-      return sequence_item(parent);
+    if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
+      if (has_index_) return sequence_item(parent);
+      // A builtin sequence indexed by a non-integer key (a dict replaced by a list) has no
+      // such item; only slices are valid there besides integers.
+      if (!PyLong_Check(key_.get()) && !PySlice_Check(key_.get())) return Fetched::missing();
     }
     return mapping_item(parent, key_.get());
   }
