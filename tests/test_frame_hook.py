@@ -678,3 +678,64 @@ def test_100k_calls_with_python_guards_do_not_leak():
     assert after[0] == before[0]
     assert after[1] - before[1] < 20
     assert _frame.stats()["cache_hits"] >= 101_000
+
+
+def countdown(n):
+    return 0 if n == 0 else countdown(n - 1)
+
+
+def test_recursion_through_replacement_code_and_recursion_errors():
+    replacement = compile(
+        "def countdown(n):\n    return 0 if n == 0 else 1 + countdown(n - 1)\n", __file__, "exec"
+    ).co_consts[0]
+    recorder = Recorder({countdown.__code__: replacement})
+    with _frame.hooked(recorder):
+        assert countdown(50) == 50  # every level is a cache hit running the replacement
+        with pytest.raises(RecursionError):
+            countdown(sys.getrecursionlimit() * 2)
+        assert countdown(3) == 3
+    assert recorder.count(countdown.__code__) == 1
+
+
+def test_tracing_still_sees_replacement_frames():
+    original, replacement = make_pair("(a)", ["a"])
+    events = []
+
+    def tracer(frame, event, arg):
+        if event == "call":
+            events.append(frame.f_code.co_name)
+        return None
+
+    with _frame.hooked(Recorder({original.__code__: replacement.__code__})):
+        sys.settrace(tracer)
+        try:
+            result = original(4)
+        finally:
+            sys.settrace(None)
+    assert result == ("R", 4)
+    assert "f" in events
+
+
+def test_threads_ending_while_enabled_release_their_state():
+    script = """
+import threading
+from bytegraph import _frame
+def f(x): return x
+def g(x): return ("R", x)
+_frame.set_callback(lambda info: g.__code__ if info.f_code is f.__code__ else None)
+assert f(1) == ("R", 1)
+def worker():
+    _frame.set_callback(lambda info: None)
+    assert f(2) == ("R", 2)
+t = threading.Thread(target=worker); t.start(); t.join()
+assert _frame._frame.enabled_thread_count() == 1
+print("ok")
+"""  # the interpreter exits with the hook still enabled on the main thread
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(__file__)), env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -15,6 +15,9 @@ namespace {
 using py::shim::InterpreterFrame;
 
 py::shim::EvalFrameFunction g_previous_eval = nullptr;
+// Remembered at install time: uninstalling can happen while a thread state is being
+// cleared at shutdown, when asking for the current interpreter is not safe.
+PyInterpreterState* g_interpreter = nullptr;
 bool g_installed = false;
 bool g_raise_on_compile_error = false;
 HookStats g_stats;
@@ -158,6 +161,7 @@ PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int th
 void install_hook() {
   if (g_installed) return;
   PyInterpreterState* interp = PyInterpreterState_Get();
+  g_interpreter = interp;
   py::shim::EvalFrameFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
   if (current != eval_frame_hook) g_previous_eval = current;
   _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame_hook);
@@ -166,7 +170,7 @@ void install_hook() {
 
 void uninstall_hook() {
   if (!g_installed) return;
-  PyInterpreterState* interp = PyInterpreterState_Get();
+  PyInterpreterState* interp = g_interpreter;
   // Someone chained after us: leave their function in place (it still calls ours, which
   // defers to the previous one for every thread now that none is enabled).
   if (_PyInterpreterState_GetEvalFrameFunc(interp) != eval_frame_hook) return;
