@@ -358,13 +358,18 @@ def test_guarded_entries_select_the_matching_replacement():
         return ("str", x)
 
     calls = []
+    guard_functions = []
+
+    def is_int(info):
+        guard_functions.append(info.function)
+        return isinstance(info.f_locals["x"], int)
 
     def callback(info):
         if info.f_code is not int_or_str.__code__:
             return None
         calls.append(info.f_locals["x"])
         if isinstance(info.f_locals["x"], int):
-            return (for_ints.__code__, lambda i: isinstance(i.f_locals["x"], int), "keep-int")
+            return (for_ints.__code__, is_int, "keep-int")
         if isinstance(info.f_locals["x"], str):
             return (for_strs.__code__, lambda i: isinstance(i.f_locals["x"], str))
         return None
@@ -382,6 +387,7 @@ def test_guarded_entries_select_the_matching_replacement():
     assert [e["code"] for e in entries] == [for_strs.__code__, for_ints.__code__], "a hit moves to the front"
     assert [e["keepalive"] for e in entries] == [None, "keep-int"]
     assert all(e["has_guards"] and e["guards"][0].startswith("python guard") for e in entries)
+    assert guard_functions and all(f is int_or_str for f in guard_functions)
 
 
 def test_an_entry_without_guards_always_matches():

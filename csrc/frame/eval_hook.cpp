@@ -46,6 +46,7 @@ bool arguments_present(const FrameView& view) {
 // runs with the hook off for this thread. Throws whatever they throw.
 std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameView& view) {
   HookSuspension hook_off(state);
+  CurrentFrameScope current(view);
   g_stats.frames_seen++;
   if (CodeCache* cache = CodeCache::find(view.code())) {
     if (std::shared_ptr<CacheEntry> hit = cache->lookup(view.values())) {

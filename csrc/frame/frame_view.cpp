@@ -1,8 +1,20 @@
 #include "frame/frame_view.h"
 
+#include <utility>
+
 #include "python/errors.h"
 
 namespace bytegraph::frame {
+namespace {
+
+thread_local const FrameView* t_current_view = nullptr;  // trivially destructible
+
+}  // namespace
+
+const FrameView* current_frame_view() { return t_current_view; }
+CurrentFrameScope::CurrentFrameScope(const FrameView& view)
+    : previous_(std::exchange(t_current_view, &view)) {}
+CurrentFrameScope::~CurrentFrameScope() { t_current_view = previous_; }
 
 int argument_slot_count(PyCodeObject* code) {
   int count = code->co_argcount + code->co_kwonlyargcount;

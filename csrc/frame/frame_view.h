@@ -45,6 +45,20 @@ class FrameView {
   int nargs_;
 };
 
+// The frame the hook is looking up or compiling on this thread, if any: lets slow-path
+// consumers that only get FrameValues (Python guards) find the function object too.
+const FrameView* current_frame_view();
+class CurrentFrameScope {
+ public:
+  explicit CurrentFrameScope(const FrameView& view);
+  ~CurrentFrameScope();
+  CurrentFrameScope(const CurrentFrameScope&) = delete;
+  CurrentFrameScope& operator=(const CurrentFrameScope&) = delete;
+
+ private:
+  const FrameView* previous_;
+};
+
 // The same {name: value} mapping built from guard inputs (for Python guards, which see only
 // FrameValues): argument slots by name, free variables from the closure.
 py::Ref<> locals_dict_from_values(PyCodeObject* code, const guards::FrameValues& values);

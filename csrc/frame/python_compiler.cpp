@@ -55,7 +55,13 @@ std::optional<CompiledFrame> PythonCallbackCompiler::on_cache_miss(const FrameVi
 }
 
 bool PythonGuardTree::check(const guards::FrameValues& frame) const {
-  py::Ref<> info = make_frame_info(code_, nullptr, frame.globals, frame.builtins,
+  // The function object is not part of FrameValues; the hook's current frame has it.
+  const FrameView* view = current_frame_view();
+  PyObject* function =
+      view != nullptr && view->code() == code_ && view->values().locals == frame.locals
+          ? view->function()
+          : nullptr;
+  py::Ref<> info = make_frame_info(code_, function, frame.globals, frame.builtins,
                                    locals_dict_from_values(code_, frame));
   py::Ref<> result = bytegraph::check(PyObject_CallOneArg(guard_fn_.get(), info.get()));
   int truth = PyObject_IsTrue(result.get());

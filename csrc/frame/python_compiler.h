@@ -4,8 +4,8 @@
 // - PythonGuardTree: a GuardTree whose check calls `guard_fn(frame_info) -> bool`. Slow
 //   (builds a frame_info per check); for tests and as a fallback.
 // frame_info is a types.SimpleNamespace: f_code, f_globals, f_builtins, f_locals (arguments
-// by name plus bound free variables) and function (None inside Python guards, which only
-// see the frame's values).
+// by name plus bound free variables) and function (for Python guards: taken from the frame
+// the hook is checking on this thread; None when a guard is checked outside the hook).
 #pragma once
 
 #include <memory>
