@@ -19,15 +19,14 @@ std::string code_name(PyObject* code) {
 }
 
 // Raises ValueError naming what differs; the index-preserving call convention depends on it.
-void check_same(PyObject* original, PyObject* replacement, const char* what,
-                py::Ref<> original_value, py::Ref<> replacement_value) {
+void check_same(PyObject* original, const char* what, py::Ref<> original_value,
+                py::Ref<> replacement_value) {
   int equal = PyObject_RichCompareBool(original_value.get(), replacement_value.get(), Py_EQ);
   if (equal < 0) throw_python_error();
   if (equal) return;
   py::Ref<> text = check(PyUnicode_FromFormat(
       "bytegraph: replacement code for %s must keep the original %s: expected %R, got %R",
       code_name(original).c_str(), what, original_value.get(), replacement_value.get()));
-  (void)replacement;
   PyErr_SetObject(PyExc_ValueError, text.get());
   throw_python_error();
 }
@@ -44,16 +43,16 @@ void check_entry_invariants(PyCodeObject* original, PyObject* replacement) {
     return check(Py_BuildValue("(iiii)", c->co_argcount, c->co_posonlyargcount,
                                c->co_kwonlyargcount, c->co_flags & (CO_VARARGS | CO_VARKEYWORDS)));
   };
-  check_same(original_object, replacement, "argument shape", shape(original),
+  check_same(original_object, "argument shape", shape(original),
              shape(replacement_code));
   py::Ref<> original_vars = code_attr(original_object, "co_varnames");
   py::Ref<> replacement_vars = code_attr(replacement, "co_varnames");
-  check_same(original_object, replacement, "leading argument names",
+  check_same(original_object, "leading argument names",
              check(PyTuple_GetSlice(original_vars.get(), 0, nargs)),
              check(PyTuple_GetSlice(replacement_vars.get(), 0, nargs)));
-  check_same(original_object, replacement, "co_freevars", code_attr(original_object, "co_freevars"),
+  check_same(original_object, "co_freevars", code_attr(original_object, "co_freevars"),
              code_attr(replacement, "co_freevars"));
-  check_same(original_object, replacement, "co_cellvars", code_attr(original_object, "co_cellvars"),
+  check_same(original_object, "co_cellvars", code_attr(original_object, "co_cellvars"),
              code_attr(replacement, "co_cellvars"));
 }
 
