@@ -402,11 +402,12 @@ def test_an_entry_without_guards_always_matches():
 def test_entries_must_keep_argument_names_freevars_and_cellvars():
     original, _ = make_pair("(a, b)", ["a", "b"])
     other_names, _ = make_pair("(a, c)", ["a", "c"])
-    other_shape, _ = make_pair("(a, *b)", ["a", "b"])
+    more_slots, _ = make_pair("(a, b, c)", ["a", "b", "c"])
+    _, other_split = make_pair("(a, /, *, b)", ["a", "b"])
     with pytest.raises(ValueError, match="leading argument names"):
         _frame.add_entry(original, other_names.__code__)
-    with pytest.raises(ValueError, match="argument shape"):
-        _frame.add_entry(original, other_shape.__code__)
+    with pytest.raises(ValueError, match="number of argument slots"):
+        _frame.add_entry(original, more_slots.__code__)
     with pytest.raises(ValueError, match="co_freevars"):
         _frame.add_entry(make_adder(1), (lambda x: x).__code__)
 
@@ -421,6 +422,10 @@ def test_entries_must_keep_argument_names_freevars_and_cellvars():
     with pytest.raises(TypeError):
         _frame.add_entry(original, "not code")
     assert _frame.cache_entries(original.__code__) == []
+    # Same slots and names, split differently: every slot is passed positionally anyway.
+    _frame.add_entry(original, other_split.__code__)
+    with _frame.hooked(Recorder()):
+        assert original(1, b=2) == ("R", 1, 2)
 
 
 class Keep:
