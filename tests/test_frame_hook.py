@@ -566,7 +566,13 @@ def test_callback_errors_are_logged_once_and_the_frame_runs_unmodified(caplog):
     def broken(x):
         return x * 2
 
+    def after(x):
+        return x
+
+    seen = []
+
     def callback(info):
+        seen.append(info.f_code)
         if info.f_code is broken.__code__:
             raise RuntimeError("compiler exploded")
 
@@ -574,6 +580,9 @@ def test_callback_errors_are_logged_once_and_the_frame_runs_unmodified(caplog):
         with _frame.hooked(callback):
             assert broken(2) == 4
             assert broken(3) == 6
+            assert after(1) == 1  # the hook is back on for this thread after the failure
+    assert seen.count(broken.__code__) == 1
+    assert seen.count(after.__code__) == 1
     messages = [r for r in caplog.records if r.name == "bytegraph" and "broken" in r.getMessage()]
     assert len(messages) == 1
     assert "compiler exploded" in messages[0].getMessage()
