@@ -15,7 +15,7 @@ import logging
 import os
 
 from bytegraph import config
-from bytegraph.eval_frame import is_skipped_code
+from bytegraph.eval_frame import frame_hook, is_skipped_code
 
 log = logging.getLogger("bytegraph")
 
@@ -45,6 +45,13 @@ def is_internal_code(code):
     return code.co_filename in _INTERNAL_FILES
 
 
+def _never_offer_again(code):
+    """Tell the hook to run this code's frames unmodified without asking (until a reset)."""
+    hook = frame_hook()
+    if hook is not None and hasattr(hook, "mark_skip"):
+        hook.mark_skip(code)
+
+
 class FrameConverter:
     """The frame callback for one `compile`/`optimize` call: what to capture and with what.
 
@@ -63,7 +70,10 @@ class FrameConverter:
 
     def __call__(self, frame_info):
         code = frame_info.f_code
-        if is_internal_code(code) or is_skipped_code(code):
+        if is_internal_code(code):
+            _never_offer_again(code)
+            return None
+        if is_skipped_code(code):
             return None
         try:
             return self.convert(frame_info)

@@ -1,6 +1,6 @@
 """The public API: compile/optimize forms, OptimizedModule, disable, reset, config, errors."""
 
-import functools
+import copy
 import logging
 import pickle
 import threading
@@ -165,10 +165,20 @@ def test_frame_converter_declines_frames_until_the_tracer_is_wired_in():
     assert converter(FrameInfo()) is None
 
 
-def test_bytegraph_internal_code_is_recognised():
+def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     assert _convert_frame.is_internal_code(bytegraph.api.compile.__code__)
     assert _convert_frame.is_internal_code(eval_frame.call_with_callback.__code__)
     assert not _convert_frame.is_internal_code(add_one.__code__)
+
+    class InternalFrame:
+        f_code = eval_frame.call_with_callback.__code__
+
+    class UserFrame:
+        f_code = add_one.__code__
+
+    converter = _convert_frame.make_callback(CompileCounter())
+    assert converter(InternalFrame()) is None and converter(UserFrame()) is None
+    assert hook.skipped == [eval_frame.call_with_callback.__code__]
 
 
 def test_compile_errors_are_raised_unless_suppressed(caplog):
@@ -342,9 +352,12 @@ def test_optimized_module_pickles_and_deep_copies():
     module = MLP().eval()
     compiled = bytegraph.compile(module, backend="eager")
     restored = pickle.loads(pickle.dumps(compiled))
-    assert isinstance(restored, bytegraph.OptimizedModule)
+    copied = copy.deepcopy(compiled)
     x = torch.randn(2, 4)
-    assert same(restored(x), module(x))
+    for other in (restored, copied):
+        assert isinstance(other, bytegraph.OptimizedModule) and other._orig_mod is not module
+        assert list(other.state_dict()) == list(module.state_dict())
+        assert same(other(x), module(x))
 
 
 def test_compiling_an_optimized_module_wraps_the_original():
