@@ -61,7 +61,9 @@ class FrameConverter:
     guard_export_fn / guard_fail_fn: called with the guards of a new entry / a failed guard.
     """
 
-    def __init__(self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None):
+    def __init__(
+        self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None
+    ):
         self.compiler_fn = compiler_fn
         self.fullgraph = fullgraph
         self.dynamic = dynamic
@@ -91,7 +93,10 @@ class FrameConverter:
         return None
 
     def __repr__(self):
-        return f"FrameConverter(backend={self.compiler_fn!r}, fullgraph={self.fullgraph}, dynamic={self.dynamic})"
+        return (
+            f"FrameConverter(backend={self.compiler_fn!r}, fullgraph={self.fullgraph}, "
+            f"dynamic={self.dynamic})"
+        )
 
 
 def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None):

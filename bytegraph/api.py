@@ -57,7 +57,17 @@ class OptimizeContext(CaptureContext):
         return super().__call__(fn)
 
 
-def _optimize_context(backend, *, fullgraph, dynamic, mode=None, options=None, guard_export_fn=None, guard_fail_fn=None, compile_options):
+def _optimize_context(
+    backend,
+    *,
+    fullgraph,
+    dynamic,
+    compile_options,
+    mode=None,
+    options=None,
+    guard_export_fn=None,
+    guard_fail_fn=None,
+):
     compiler_fn = backends.resolve_backend(backend, mode=mode, options=options, dynamic=dynamic)
     callback = _convert_frame.make_callback(
         compiler_fn,
@@ -111,7 +121,12 @@ def compile(
     if not callable(model):
         raise TypeError(f"bytegraph.compile expects a function or nn.Module, got {type(model).__name__}")
     context = _optimize_context(
-        backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options, compile_options=compile_options
+        backend,
+        fullgraph=fullgraph,
+        dynamic=dynamic,
+        compile_options=compile_options,
+        mode=mode,
+        options=options,
     )
     if disable or config.disable:
         return model

@@ -173,8 +173,11 @@ def _check_inductor_options(options):
             raise ValueError(f"unknown inductor option {key!r}{hint}")
         expected = inductor_config.get_type(name)
         # Generic aliases (list[str], Optional[...]) cannot be isinstance-checked.
-        if typing.get_origin(expected) is None and isinstance(expected, type) and not isinstance(value, expected):
-            raise TypeError(f"inductor option {key!r} must be {expected.__name__}, got {type(value).__name__}")
+        checkable = typing.get_origin(expected) is None and isinstance(expected, type)
+        if checkable and not isinstance(value, expected):
+            raise TypeError(
+                f"inductor option {key!r} must be {expected.__name__}, got {type(value).__name__}"
+            )
         checked[name] = value
     return checked
 
@@ -282,7 +285,9 @@ def resolve_backend(backend, *, mode=None, options=None, dynamic=None):
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
     if mode not in (None, "default") and options:
-        raise ValueError("mode and options cannot both be given: options already choose the settings a mode sets")
+        raise ValueError(
+            "mode and options cannot both be given: options already choose the settings a mode sets"
+        )
     if isinstance(backend, str) and backend == "inductor":
         return InductorBackend(mode=mode, options=options, dynamic=dynamic)
     compiler_fn = lookup_backend(backend)

@@ -79,7 +79,11 @@ def same(ref, res, *, rtol=1e-4, atol=1e-5, equal_nan=True, exact_dtype=True):
             and all(same(a, b, **options) for a, b in zip(ref, res))
         )
     if isinstance(ref, dict):
-        return isinstance(res, dict) and ref.keys() == res.keys() and all(same(ref[k], res[k], **options) for k in ref)
+        return (
+            isinstance(res, dict)
+            and ref.keys() == res.keys()
+            and all(same(ref[key], res[key], **options) for key in ref)
+        )
     if isinstance(ref, float) and isinstance(res, (int, float)):
         if ref != ref:
             return equal_nan and res != res
