@@ -558,3 +558,63 @@ def test_run_eager_and_compiled_gives_each_run_its_own_inputs():
     eager, compiled = run_eager_and_compiled(mutate, original, backend="eager")
     assert same(eager, torch.ones(2)) and same(compiled, torch.ones(2))
     assert same(original, torch.zeros(2))
+
+
+# --- with the real frame hook ---------------------------------------------------------------
+
+
+def _needs_real_hook():
+    if eval_frame.frame_hook() is None:
+        pytest.skip("needs bytegraph._frame (the C++ frame hook), which this build does not have")
+
+
+def _record_offered_frames(monkeypatch):
+    offered = []
+
+    def convert(self, frame_info):
+        offered.append(frame_info.f_code)
+        return None  # decline: the frame runs unmodified
+
+    monkeypatch.setattr(_convert_frame.FrameConverter, "convert", convert)
+    return offered
+
+
+def test_real_hook_offers_the_user_frames_to_the_callback(monkeypatch):
+    _needs_real_hook()
+    offered = _record_offered_frames(monkeypatch)
+
+    def inner(x):
+        return x + 1
+
+    def outer(x):
+        return inner(x) * 2
+
+    assert same(bytegraph.compile(outer, backend="eager")(torch.ones(1)), torch.full((1,), 4.0))
+    assert outer.__code__ in offered and inner.__code__ in offered
+    assert not any(_convert_frame.is_internal_code(code) for code in offered)
+    offered.clear()
+    with bytegraph.optimize("eager"):
+        outer(torch.ones(1))
+    assert offered[:2] == [outer.__code__, inner.__code__]
+    offered.clear()
+    outer(torch.ones(1))
+    assert offered == []
+
+
+def test_real_hook_skips_disabled_functions(monkeypatch):
+    _needs_real_hook()
+    offered = _record_offered_frames(monkeypatch)
+
+    def helper(x):
+        return x - 1
+
+    @bytegraph.disable
+    def opaque(x):
+        return helper(x)
+
+    def outer(x):
+        return opaque(x)
+
+    bytegraph.compile(outer, backend="eager")(torch.ones(1))
+    assert outer.__code__ in offered
+    assert opaque.__wrapped__.__code__ not in offered and helper.__code__ not in offered

@@ -168,6 +168,8 @@ def _skip_reason(name):
     return None
 
 
+# TorchScript-based backends (ts, aot_ts) warn about their own deprecation.
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 @pytest.mark.parametrize("name", _torch_registry_names())
 def test_every_torch_registry_backend_accepts_a_foreign_graph(name, tmp_path, monkeypatch, capsys):
     reason = _skip_reason(name)
