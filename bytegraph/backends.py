@@ -20,13 +20,17 @@ import contextlib
 import difflib
 import functools
 import inspect
+import logging
 import typing
 
 import torch
 import torch.fx
 
+from bytegraph import config
 from bytegraph.eval_frame import DisableContext
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
+
+log = logging.getLogger("bytegraph")
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -264,6 +268,8 @@ def backend_name(backend):
 
 
 def _accepts_keyword(fn, keyword):
+    if isinstance(fn, TorchBackend):
+        fn = fn.compiler_fn
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -332,6 +338,13 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
     compiler_fn = lookup_backend(backend)
     name = backend_name(backend)
     graph_name = graph_name or type(gm).__name__
+    if config.verbose:
+        log.info(
+            "bytegraph: compiling graph %s with backend %s\n%s",
+            graph_name,
+            name,
+            gm.print_readable(print_output=False),
+        )
     try:
         with _tracing_context(fake_mode):
             compiled = compiler_fn(gm, list(example_inputs))

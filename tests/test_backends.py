@@ -2,6 +2,7 @@
 
 import functools
 import importlib.util
+import logging
 
 import pytest
 import torch
@@ -242,6 +243,16 @@ def test_raising_backend_is_reported_with_backend_and_graph_names():
     assert "exploding_backend" in str(error) and "mlp_graph" in str(error) and "boom" in str(error)
     assert error.backend_name == "exploding_backend" and error.graph_name == "mlp_graph"
     assert isinstance(error.__cause__, KeyError) and error.inner_exception is error.__cause__
+
+
+def test_verbose_config_logs_each_compiled_graph(caplog):
+    _, gm, inputs = mlp_case()
+    with caplog.at_level(logging.INFO, "bytegraph"):
+        backends.call_backend("eager", gm, inputs, "quiet_graph")
+        with bytegraph.config.patch(verbose=True):
+            backends.call_backend("eager", gm, inputs, "loud_graph")
+    assert "quiet_graph" not in caplog.text
+    assert "loud_graph" in caplog.text and "eager" in caplog.text and "fc1" in caplog.text
 
 
 def test_backend_returning_a_non_callable_is_an_error():
