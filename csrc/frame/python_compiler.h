@@ -34,6 +34,8 @@ class PythonGuardTree : public guards::GuardTree {
   bool check(const guards::FrameValues& frame) const override;
   std::string explain_failure(const guards::FrameValues& frame) const override;
   std::vector<std::string> describe() const override;
+  // One opaque Python check, whatever it tests.
+  std::size_t guard_count() const override { return 1; }
 
  private:
   py::Ref<> guard_fn_;

@@ -32,6 +32,7 @@ class AlwaysFalse : public guards::GuardTree {
   bool check(const guards::FrameValues&) const override { return false; }
   std::string explain_failure(const guards::FrameValues&) const override { return "never"; }
   std::vector<std::string> describe() const override { return {"never"}; }
+  size_t guard_count() const override { return 1; }
 };
 
 }  // namespace
