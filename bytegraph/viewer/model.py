@@ -97,6 +97,7 @@ class FrameTrace:
     bytecode: list[BytecodeRow] | None = None  # derived from `code` when not given
     source_lines: tuple[list[str], int] | None = None  # (lines, first line number), as inspect gives
     parent_step: int | None = None  # index of the parent's step that made this call
+    filename: str = ""  # the code's file; taken from `code` when not given
 
     def __post_init__(self):
         if self.kind not in FRAME_KINDS:
@@ -105,10 +106,8 @@ class FrameTrace:
             self.bytecode = bytecode_rows(self.code) if self.code is not None else []
         if self.source_lines is None:
             self.source_lines = code_source_lines(self.code) if self.code is not None else ([], 0)
-
-    @property
-    def filename(self) -> str:
-        return self.code.co_filename if self.code is not None else ""
+        if not self.filename and self.code is not None:
+            self.filename = self.code.co_filename
 
     def to_dict(self) -> dict:
         lines, first = self.source_lines
@@ -131,6 +130,7 @@ class FrameTrace:
             kind=data["kind"],
             parent=data.get("parent"),
             parent_step=data.get("parent_step"),
+            filename=data.get("filename", ""),
             steps=[Step.from_dict(step) for step in data["steps"]],
             bytecode=[tuple(row) for row in data["bytecode"]],
             source_lines=(list(data["source_lines"]), data["first_line"]),
