@@ -152,6 +152,19 @@ def test_only_new_stack_entries_and_graph_nodes_are_marked(browser, page_url, sa
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph tr")) == len(steps[21].graph)
 
 
+def test_bracket_keys_switch_frames(browser, page_url, sample):
+    open_page(browser, page_url + "#frame=0&step=3")
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys("]")
+    assert location_hash(browser) == "#frame=1&step=0"
+    assert current_offset(browser) == sample.frames[1].steps[0].offset
+    body.send_keys("]")
+    body.send_keys(Keys.END)
+    assert location_hash(browser) == f"#frame=2&step={len(sample.frames[2].steps) - 1}"
+    body.send_keys("[")
+    assert location_hash(browser) == "#frame=1&step=0"
+
+
 def test_clicking_a_bytecode_row_goes_to_its_step(browser, page_url, sample):
     steps = sample.frames[0].steps
     open_page(browser, page_url)

@@ -146,6 +146,16 @@ def test_html_embeds_the_trace_so_that_no_value_can_end_the_script():
     assert embedded_data(page)["frames"][-1]["steps"][0]["note"] == NASTY
 
 
+def test_html_stores_each_graph_row_once():
+    trace = build_sample_trace()
+    data = embedded_data(render_html(trace))
+    distinct = {node for frame in trace.frames for step in frame.steps for node in step.graph}
+    assert sorted(data["nodes"]) == sorted(distinct)
+    for frame, frame_data in zip(trace.frames, data["frames"]):
+        for step, step_data in zip(frame.steps, frame_data["steps"]):
+            assert [data["nodes"][index] for index in step_data["graph"]] == step.graph
+
+
 def test_html_is_self_contained():
     page = render_html(build_sample_trace())
     assert "http://" not in page and "https://" not in page

@@ -70,10 +70,18 @@ def _runs(line: str, classes: list[str]) -> list[list[str]]:
 
 
 def page_data(trace: Trace) -> dict:
-    """The trace as the page's script reads it: `Trace.to_dict()` plus highlighted source."""
+    """The trace as the page's script reads it: `Trace.to_dict()` plus highlighted source.
+
+    Every step carries the whole graph so far, so the same node rows repeat step after
+    step; the page stores each distinct row once in `nodes` and steps list row numbers.
+    """
     data = trace.to_dict()
+    nodes: dict[str, int] = {}
     for frame in data["frames"]:
         frame["source_runs"] = highlight_python(frame["source_lines"])
+        for step in frame["steps"]:
+            step["graph"] = [nodes.setdefault(node, len(nodes)) for node in step["graph"]]
+    data["nodes"] = list(nodes)
     return data
 
 

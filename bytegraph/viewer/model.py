@@ -56,8 +56,10 @@ def bytecode_rows(code) -> list[BytecodeRow]:
     rows = []
     line = None
     for instruction in dis.get_instructions(code):
-        if instruction.starts_line is not None:
-            line = instruction.starts_line
+        # 3.13 names the line `line_number` and turns `starts_line` into a flag.
+        starts = getattr(instruction, "line_number", instruction.starts_line)
+        if starts is not None:
+            line = starts
         rows.append((instruction.offset, instruction.opname, instruction.argrepr, line, instruction.is_jump_target))
     return rows
 

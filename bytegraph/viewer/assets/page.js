@@ -6,6 +6,12 @@
 
   var data = JSON.parse(document.getElementById("trace-data").textContent);
   var frames = data.frames;
+  // Steps name their graph's nodes by number in the shared table (see page_data).
+  frames.forEach(function (frame) {
+    frame.steps.forEach(function (step) {
+      step.graph = step.graph.map(function (index) { return data.nodes[index]; });
+    });
+  });
   var state = { frame: 0, step: 0 };
   var view = { frame: -1, sourceRows: {}, bytecodeRows: {}, currentSource: null, currentBytecode: null };
 
