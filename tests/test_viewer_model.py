@@ -225,6 +225,15 @@ def test_values_become_text():
     assert step == Step(0, "LOAD_CONST", "7", 3, "", ["1", "None"], {"n": "2"}, [], "n")
 
 
+def test_a_function_stands_for_its_code_and_a_negative_line_for_none():
+    recorder = TraceRecorder()
+    frame = recorder.begin_frame("helper", helper)
+    recorder.step(frame, 0, "RESUME", "", -1, [], {}, [], "")
+    recorded = recorder.trace().frames[0]
+    assert recorded.code is helper.__code__
+    assert recorded.steps[0].line is None and recorded.steps[0].source == ""
+
+
 def test_recorder_rejects_bad_events():
     recorder = TraceRecorder()
     with pytest.raises(ValueError, match="kind"):

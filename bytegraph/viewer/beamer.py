@@ -49,6 +49,8 @@ _TEXT_SPECIAL = {
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
+    "`": r"\textasciigrave{}",  # ` and ' would otherwise become curly quotes
+    "'": r"\textquotesingle{}",
 }
 _UNICODE = {"\N{RIGHTWARDS ARROW}": "->", "\N{HORIZONTAL ELLIPSIS}": "...", "\N{EM DASH}": "---", "\N{EN DASH}": "--"}
 

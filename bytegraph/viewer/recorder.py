@@ -48,6 +48,7 @@ class TraceRecorder:
             parent_step = len(self._frames[parent].steps)
         elif kind == "inlined":
             raise ValueError("an inlined frame needs the id of its calling frame as parent")
+        code = getattr(code, "__code__", code)  # a function stands for its code
         frame = FrameTrace(name=str(name), code=code, kind=kind, parent=parent, parent_step=parent_step)
         self._frames.append(frame)
         frame_id = len(self._frames) - 1
@@ -69,7 +70,7 @@ class TraceRecorder:
             locals = previous.locals if previous else {}
         if graph is None:
             graph = previous.graph if previous else []
-        line = None if line is None else int(line)
+        line = None if line is None or int(line) < 0 else int(line)  # -1: no line (artificial code)
         frame.steps.append(
             Step(
                 offset=int(offset),
