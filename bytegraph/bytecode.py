@@ -102,3 +102,21 @@ def _resolves_from_argval(opcode):
 def decode(code: types.CodeType) -> list[Instruction]:
     """The instructions of `code` (reads `co_code`, never the adaptive bytecode)."""
     return _C.bytecode.decode(code)
+
+
+def assemble(instructions, like: types.CodeType, **fields) -> types.CodeType:
+    """A new code object from `instructions`; co_* fields not computed come from `like` unless
+    given, e.g. assemble(insts, like=code, co_name="g", co_consts=(None, 1))."""
+    return _C.bytecode.assemble(list(instructions), like, fields)
+
+
+def stack_depth(instructions) -> int:
+    """The maximum stack depth of `instructions` (what co_stacksize would be)."""
+    return _C.bytecode.stack_depth(list(instructions))
+
+
+def dis(code_or_instructions, current: Instruction | None = None) -> str:
+    """A dis-style listing of a code object or an instruction list; `current` is marked -->."""
+    if isinstance(code_or_instructions, types.CodeType):
+        code_or_instructions = decode(code_or_instructions)
+    return _C.bytecode.dis(list(code_or_instructions), current)
