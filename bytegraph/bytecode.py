@@ -23,6 +23,9 @@ from bytegraph._extension import _C
 __all__ = ["Instruction", "ExceptionTableEntry", "decode", "assemble", "dis", "stack_depth"]
 
 
+_NOT_GIVEN = object()
+
+
 class ExceptionTableEntry:
     """Instructions `start`..`end` (inclusive) are protected by the handler `target`; on an
     exception the stack is unwound to `depth` (then lasti is pushed if `lasti`)."""
@@ -59,12 +62,15 @@ class Instruction:
         self.exn_tab_entry = exn_tab_entry
 
     @classmethod
-    def create(cls, opname, arg=None, argval=None, *, target=None, push_null=False, positions=None):
+    def create(cls, opname, arg=None, argval=_NOT_GIVEN, *, target=None, push_null=False, positions=None):
         """A new instruction; give `argval` (resolved at assembly) or a raw `arg`, or `target`
         for a jump. `push_null` sets LOAD_GLOBAL's NULL bit."""
         opcode = _opcode.opmap[opname]
+        has_argval = argval is not _NOT_GIVEN
+        if not has_argval:
+            argval = None
         if opcode < _opcode.HAVE_ARGUMENT:
-            if arg is not None or argval is not None:
+            if arg is not None or has_argval:
                 raise ValueError(f"{opname} takes no argument")
         elif target is not None and opcode not in _opcode.hasjrel:
             raise ValueError(f"{opname} is not a jump")
@@ -72,7 +78,7 @@ class Instruction:
             if opname != "LOAD_GLOBAL":
                 raise ValueError("push_null is only meaningful for LOAD_GLOBAL")
             arg = (arg or 0) | 1
-        if arg is None and opcode >= _opcode.HAVE_ARGUMENT and argval is None and target is None:
+        if arg is None and opcode >= _opcode.HAVE_ARGUMENT and not has_argval and target is None:
             raise ValueError(f"{opname} needs an arg, an argval or a target")
         if arg is None and opcode >= _opcode.HAVE_ARGUMENT and not _resolves_from_argval(opcode) \
                 and target is None:

@@ -116,7 +116,7 @@ class FromPython {
   static std::unique_ptr<Instruction> convert_fields(nb::handle item) {
     auto instruction = std::make_unique<Instruction>();
     instruction->opcode = nb::cast<int>(item.attr("opcode"));
-    if (!bytecode::is_known_opcode(instruction->opcode)) {
+    if (!bytecode::is_instruction_opcode(instruction->opcode)) {
       throw_value_error("unknown opcode " + std::to_string(instruction->opcode));
     }
     instruction->arg = int_or(item.attr("arg"), -1);
