@@ -78,6 +78,10 @@ class Instruction:
             if opname != "LOAD_GLOBAL":
                 raise ValueError("push_null is only meaningful for LOAD_GLOBAL")
             arg = (arg or 0) | 1
+        if _resolves_from_argval(opcode) and not has_argval:
+            # The argument is an index into a table of the code object being built: only
+            # the value says what is meant.
+            raise ValueError(f"{opname} needs an argval (its arg is computed at assembly)")
         if arg is None and opcode >= _opcode.HAVE_ARGUMENT and not has_argval and target is None:
             raise ValueError(f"{opname} needs an arg, an argval or a target")
         if arg is None and opcode >= _opcode.HAVE_ARGUMENT and not _resolves_from_argval(opcode) \

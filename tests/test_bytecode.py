@@ -309,3 +309,41 @@ def test_dis_marks_the_current_instruction_and_shows_edited_offsets():
     assert len(marked) == 1 and current.opname in marked[0]
     nop_line = next(line for line in lines if " NOP" in line)
     assert nop_line.split()[-2:] == ["2", "NOP"]  # placed where it would be assembled
+
+
+# ---- generated tables and adaptive code --------------------------------------------------------
+
+def test_generated_stack_effects_match_dis_for_every_opcode():
+    from bytegraph._extension import _C
+
+    args = list(range(0, 300)) + [511, 512, 0x1234, 0xFFFF, 0x10000, 0xFFFFFF]
+    checked = 0
+    for op in range(256):
+        if opcode.opname[op].startswith("<"):
+            continue
+        for arg in (args if op >= opcode.HAVE_ARGUMENT else [0]):
+            for jump in (False, True):
+                try:
+                    expected = dis.stack_effect(op, arg if op >= opcode.HAVE_ARGUMENT else None, jump=jump)
+                except ValueError:
+                    expected = None
+                assert _C.bytecode.stack_effect(op, arg, jump) == expected, (opcode.opname[op], arg, jump)
+                checked += 1
+    assert checked > 10000
+
+
+def test_decode_reads_the_unquickened_code():
+    def hot(xs):
+        total = 0
+        for x in xs:
+            total += x.real
+        return total
+
+    for _ in range(200):
+        hot([1, 2, 3])
+    assert hot.__code__._co_code_adaptive != hot.__code__.co_code  # it really was specialised
+    instructions = bytecode.decode(hot.__code__)
+    assert all(opcode.opname[i.opcode] == i.opname and not i.opname.startswith("<") for i in instructions)
+    assert [i.opname for i in instructions] == [i.opname for i in dis.get_instructions(hot)]
+    again = bytecode.assemble(instructions, like=hot.__code__)
+    assert again.co_code == hot.__code__.co_code

@@ -245,6 +245,14 @@ void bind_bytecode(nb::module_& m) {
         return bytecode::format_instructions(list, marked);
       },
       nb::arg("instructions"), nb::arg("current").none() = nb::none(), "A dis-style listing.");
+  sub.def(
+      "stack_effect",
+      [](int opcode, int arg, bool jump) -> nb::object {
+        std::optional<int> effect = bytecode::stack_effect(opcode, arg, jump);
+        return effect ? nb::object(nb::int_(*effect)) : nb::none();
+      },
+      nb::arg("opcode"), nb::arg("arg"), nb::arg("jump"),
+      "The generated tables' stack effect (None where dis.stack_effect rejects the opcode).");
   sub.def("roundtrip", &roundtrip, nb::arg("code"), "decode + assemble in C++ (for tests and benchmarks).");
 }
 
