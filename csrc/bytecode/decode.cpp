@@ -79,7 +79,7 @@ InstructionList split_instructions(std::string_view code, UnitMap& map) {
 
 void link_jumps(InstructionList& instructions, const UnitMap& map) {
   for (std::size_t i = 0; i < instructions.size(); ++i) {
-    if (map.jump_unit[i] < 0 && !opcode_info(instructions[i]->opcode).is_jump) continue;
+    if (!opcode_info(instructions[i]->opcode).is_jump) continue;
     int target = map.starting_at(map.jump_unit[i]);
     if (target < 0) {
       throw_malformed(std::string(opcode_info(instructions[i]->opcode).name) + " at offset " +
