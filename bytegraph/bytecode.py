@@ -10,6 +10,10 @@ start/end/handler instructions, so a list can be edited freely: `assemble` recom
 offsets, relative jump arguments (flipping FORWARD/BACKWARD where needed), EXTENDED_ARG
 prefixes, the exception and location tables and the stack size. Arguments are recomputed
 from `argval` for constants (matched by identity), names and variables.
+
+Exception-table ranges are rebuilt from each instruction's `exn_tab_entry`: an instruction
+inserted inside a protected range should share its neighbours' entry, or it splits the range.
+New instructions without `positions` get "no location" entries in the line table.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 import contextlib
 import dis
 import io
+import json
 import opcode
 import types
 
@@ -50,7 +51,7 @@ def _function(code, template):
                               template.__closure__)
 
 
-SAMPLES = [_sample, _conditional, _loop, dis.findlinestarts, opcode.stack_effect.__class__ and dis._get_name_info]
+SAMPLES = [_sample, _conditional, _loop, dis.findlinestarts, json.encoder.py_encode_basestring_ascii]
 
 
 # ---- decoding -----------------------------------------------------------------------------
