@@ -16,13 +16,17 @@ class InstructionIndex {
     for (std::size_t i = 0; i < instructions.size(); ++i) index_.emplace(instructions[i].get(), static_cast<int>(i));
   }
 
+  // The index of `instruction`, or -1 when it is not in the list (or null).
+  int find(const Instruction* instruction) const {
+    auto it = instruction ? index_.find(instruction) : index_.end();
+    return it == index_.end() ? -1 : it->second;
+  }
+
   // The index of `instruction`; ValueError (naming `what`) when it is not in the list.
   int of(const Instruction* instruction, const char* what) const {
-    auto it = instruction ? index_.find(instruction) : index_.end();
-    if (it == index_.end()) {
-      throw PythonError::make(PyExc_ValueError, std::string(what) + " is not an instruction of this list");
-    }
-    return it->second;
+    int index = find(instruction);
+    if (index < 0) throw PythonError::make(PyExc_ValueError, std::string(what) + " is not an instruction of this list");
+    return index;
   }
 
  private:

@@ -48,8 +48,12 @@ Layout lay_out(InstructionList& instructions, const InstructionIndex& index) {
   for (std::size_t i = 0; i < n; ++i) {
     Instruction& instruction = *instructions[i];
     if (opcode_info(instruction.opcode).is_jump) {
-      targets[i] = index.of(instruction.target, (std::string("the target of ") + opcode_info(instruction.opcode).name +
-                                                 " (instruction " + std::to_string(i) + ")").c_str());
+      targets[i] = index.find(instruction.target);
+      if (targets[i] < 0) {
+        throw PythonError::make(PyExc_ValueError, std::string("the target of ") + opcode_info(instruction.opcode).name +
+                                                      " (instruction " + std::to_string(i) +
+                                                      ") is not an instruction of this list");
+      }
     } else {
       layout.prefixes[i] = extended_arg_count(instruction.arg);
     }
