@@ -279,6 +279,12 @@ def test_jump_without_target_and_unknown_opcode_are_rejected():
         bytecode.assemble([Instruction(unused)], like=_loop.__code__)
 
 
+def test_the_same_instruction_twice_is_rejected():
+    instructions = bytecode.decode(_loop.__code__)
+    with pytest.raises(ValueError, match="appears twice"):
+        bytecode.assemble(instructions + instructions[-1:], like=_loop.__code__)
+
+
 def test_assemble_rejects_bad_arguments():
     with pytest.raises(TypeError):
         bytecode.assemble(bytecode.decode(_loop.__code__), like=_loop)

@@ -104,7 +104,10 @@ class FromPython {
     nb::list items = nb::list(sequence);
     for (nb::handle item : items) {
       instructions_.push_back(convert_fields(item));
-      by_identity_.emplace(item.ptr(), instructions_.back().get());
+      if (!by_identity_.emplace(item.ptr(), instructions_.back().get()).second) {
+        throw_value_error("the same Instruction object appears twice in the list (at " +
+                          std::to_string(instructions_.size() - 1) + ")");
+      }
     }
     std::size_t i = 0;
     for (nb::handle item : items) link(item, *instructions_[i++]);
