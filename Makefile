@@ -8,13 +8,24 @@ PYTEST_ARGS ?=
 .PHONY: deps build test test-py test-cpp demo bench asan clean
 
 # Stamp files keep repeated `make test` from re-running pip and apt.
+# Debian packages the tests use: GoogleTest (C++ units), Chromium + its driver (the trace
+# viewer's page is tested in a real headless browser), pdflatex with beamer (the slides).
+APT_PACKAGES := libgtest-dev chromium chromium-driver texlive-latex-base texlive-latex-recommended \
+  texlive-pictures poppler-utils
+
+# Stamp files keep repeated `make test` from re-running pip and apt.
 $(BUILD_DIR)/.deps: constraints.txt requirements-dev.txt
 	@mkdir -p $(BUILD_DIR)
 	$(PIP) -r requirements-dev.txt
-	@if ! [ -f /usr/include/gtest/gtest.h ]; then \
-	  (command -v apt-get >/dev/null && (apt-get install -y -q libgtest-dev >/dev/null 2>&1 || \
-	    (apt-get update -q >/dev/null && apt-get install -y -q libgtest-dev >/dev/null))) || \
-	  echo "GoogleTest not available: C++ unit tests will be skipped"; fi
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages: $$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q --no-install-recommends $$missing >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null) || \
+	    echo "could not install $$missing: the tests that need them are skipped"; \
+	  else echo "no apt-get: the tests needing $$missing are skipped"; fi; fi
 	@touch $@
 
 deps: $(BUILD_DIR)/.deps

@@ -1,0 +1,150 @@
+"""Turning capture on and off around user code: the Python side of the frame hook.
+
+Capture is a per-thread setting of the C++ frame hook (`bytegraph._frame`): while a thread's
+callback is set, every Python frame that thread starts is offered to the callback on a cache
+miss. The objects here set the callback for exactly the span of user code they wrap:
+
+- `CaptureContext(callback)`: a decorator and a context manager; `callback=None` disables.
+- `disable(fn)`: run `fn` (and everything it calls) with capture off.
+
+The hook module is imported lazily: when it is not built, capture is a no-op and the user's
+function runs directly, which is always correct, only not compiled.
+"""
+
+import functools
+import importlib
+import inspect
+import threading
+
+# Attribute set on functions that capture must never enter; the tracer checks it by name.
+DISABLE_MARK = "_bytegraph_disable"
+
+_NOT_LOADED = object()
+_hook_module = _NOT_LOADED
+
+
+def frame_hook():
+    """The frame-hook module `bytegraph._frame`, or None when it is not available."""
+    global _hook_module
+    if _hook_module is _NOT_LOADED:
+        try:
+            module = importlib.import_module("bytegraph._frame")
+        except ImportError:
+            module = None
+        if module is not None and not hasattr(module, "set_callback"):
+            module = None
+        _hook_module = module
+    return _hook_module
+
+
+def call_with_callback(callback, fn, args, kwargs):
+    """Call fn(*args, **kwargs) with the thread's frame callback set to `callback`."""
+    hook = frame_hook()
+    if hook is None:
+        return fn(*args, **kwargs)
+    previous = hook.set_callback(callback)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        hook.set_callback(previous)
+
+
+class CaptureContext:
+    """Sets the thread's frame callback around a call, or around a `with` block.
+
+    As a decorator it returns a wrapper with the wrapped function's metadata; as a context
+    manager it may be entered again, nested or from several threads (each thread keeps its
+    own stack of callbacks to restore).
+    """
+
+    def __init__(self, callback):
+        self.callback = callback
+        self._saved = threading.local()
+
+    def __enter__(self):
+        hook = frame_hook()
+        if not hasattr(self._saved, "stack"):
+            self._saved.stack = []
+        self._saved.stack.append(hook.set_callback(self.callback) if hook is not None else None)
+        return self
+
+    def __exit__(self, *exc_info):
+        previous = self._saved.stack.pop()
+        hook = frame_hook()
+        if hook is not None:
+            hook.set_callback(previous)
+        return False
+
+    def __call__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"expected a function to wrap, got {type(fn).__name__}")
+        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+            # A wrapper that returns the generator would restore the callback before the
+            # body runs; the body is captured when iterated inside a capturing region.
+            return fn
+        callback = self.callback
+
+        @functools.wraps(fn)
+        def captured(*args, **kwargs):
+            return call_with_callback(callback, fn, args, kwargs)
+
+        captured._bytegraph_context = self
+        return captured
+
+
+class DisableContext(CaptureContext):
+    """Capture off: the frames run by the wrapped code are never offered to a callback."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def __call__(self, fn):
+        wrapper = super().__call__(fn)
+        if wrapper is not fn:
+            setattr(wrapper, DISABLE_MARK, True)
+        return wrapper
+
+
+_skipped_codes = set()
+
+
+def is_skipped_code(code):
+    """True for code marked by `disable(fn, recursive=False)`."""
+    return code in _skipped_codes
+
+
+def _mark_skipped(code):
+    _skipped_codes.add(code)
+    hook = frame_hook()
+    if hook is not None and hasattr(hook, "mark_skip"):
+        hook.mark_skip(code)
+
+
+def disable(fn=None, recursive=True):
+    """Never capture `fn`.
+
+    recursive=True (the default): `fn` and every function it calls run with capture off; the
+    returned wrapper is marked so that a trace reaching it runs it as an opaque call.
+    recursive=False: only `fn`'s own frame is skipped; functions it calls are still captured.
+    Returns the wrapper (or `fn` itself when recursive=False). `disable()` with no function
+    returns a context manager and decorator.
+    """
+    if fn is None:
+        if not recursive:
+            raise ValueError("disable(recursive=False) needs the function whose frames to skip")
+        return DisableContext()
+    import torch
+
+    if isinstance(fn, torch.nn.Module):
+        # Replace this instance's forward only; the module object stays the same.
+        fn.forward = disable(fn.forward, recursive=recursive)
+        return fn
+    if not callable(fn):
+        raise TypeError(f"bytegraph.disable expects a function or nn.Module, got {type(fn).__name__}")
+    if recursive:
+        return DisableContext()(fn)
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        raise TypeError(f"disable(recursive=False) needs a Python function, got {fn!r}")
+    _mark_skipped(code)
+    return fn

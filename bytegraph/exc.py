@@ -1,0 +1,42 @@
+"""The exceptions bytegraph raises to users.
+
+`Unsupported` (a graph break) and `InternalError` (a bug in bytegraph) come from the C++ core;
+they are re-exported here so user code needs one import for every bytegraph error.
+"""
+
+from bytegraph._extension import _C
+
+Unsupported = _C.Unsupported
+InternalError = _C.InternalError
+
+
+class BytegraphError(RuntimeError):
+    """Base of the errors raised by bytegraph's Python layer."""
+
+
+class InvalidBackend(ValueError):
+    """A backend name that no registry knows."""
+
+    def __init__(self, name, known):
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(
+            f"unknown backend {name!r}; valid backend names are: {', '.join(self.known)}"
+            " (or pass a callable taking (torch.fx.GraphModule, list[torch.Tensor]))"
+        )
+
+
+class BackendCompilerFailed(BytegraphError):
+    """A backend raised, or returned something that cannot be called, while compiling a graph.
+
+    The backend's own exception is chained as `__cause__` and kept in `inner_exception`.
+    """
+
+    def __init__(self, backend_name, graph_name, inner_exception):
+        self.backend_name = backend_name
+        self.graph_name = graph_name
+        self.inner_exception = inner_exception
+        super().__init__(
+            f"backend {backend_name!r} failed to compile graph {graph_name!r}: "
+            f"{type(inner_exception).__name__}: {inner_exception}"
+        )

@@ -1,0 +1,34 @@
+// The PEP 523 eval-frame function.
+//
+// For each frame it either defers to the previously installed eval function ("default
+// evaluation") or produces the frame's result by calling a cache entry's function with the
+// frame's argument slots. Default evaluation when: the thread has no compiler; bytegraph is
+// busy on this thread (compiling, checking guards); `throw_flag` is set; the code is a
+// generator, coroutine or async generator, or not a function body (module, class body);
+// bytegraph made the code; the code is marked skipped; or the frame cannot be replaced
+// (see the version shim). The hook never lets a C++ exception escape and never leaves a
+// Python error set when it falls back.
+#pragma once
+
+namespace bytegraph::frame {
+
+void install_hook();
+void uninstall_hook();
+bool is_hook_installed();
+
+// On a compile failure: false (default) logs, marks the code skipped and runs the frame
+// unmodified; true re-raises the error from the call instead.
+void set_raise_on_compile_error(bool raise);
+bool raise_on_compile_error();
+
+// Counters for tests and introspection.
+struct HookStats {
+  unsigned long long frames_seen = 0;   // frames that reached the cache lookup
+  unsigned long long cache_hits = 0;
+  unsigned long long cache_misses = 0;
+  unsigned long long compile_failures = 0;
+};
+const HookStats& hook_stats();
+void reset_hook_stats();
+
+}  // namespace bytegraph::frame

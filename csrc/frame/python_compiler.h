@@ -1,0 +1,49 @@
+// Python adapters for the compile path, used by tests and (for now) the Python layer:
+// - PythonCallbackCompiler: a FrameCompiler that calls `callback(frame_info)`, which returns
+//   None (run unmodified), a code object, or (code, guard_fn_or_None[, keepalive]).
+// - PythonGuardTree: a GuardTree whose check calls `guard_fn(frame_info) -> bool`. Slow
+//   (builds a frame_info per check); for tests and as a fallback.
+// frame_info is a types.SimpleNamespace: f_code, f_globals, f_builtins, f_locals (arguments
+// by name plus bound free variables) and function (for Python guards: taken from the frame
+// the hook is checking on this thread; None when a guard is checked outside the hook).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "frame/frame_compiler.h"
+#include "guards/guard_set.h"
+#include "python/ref.h"
+
+namespace bytegraph::frame {
+
+class PythonCallbackCompiler : public FrameCompiler {
+ public:
+  explicit PythonCallbackCompiler(py::Ref<> callback) : callback_(std::move(callback)) {}
+  std::optional<CompiledFrame> on_cache_miss(const FrameView& frame) override;
+
+ private:
+  py::Ref<> callback_;
+};
+
+class PythonGuardTree : public guards::GuardTree {
+ public:
+  // `code` is borrowed: the tree lives in that code object's cache, which dies with it.
+  PythonGuardTree(py::Ref<> guard_fn, PyCodeObject* code)
+      : guard_fn_(std::move(guard_fn)), code_(code) {}
+  bool check(const guards::FrameValues& frame) const override;
+  std::string explain_failure(const guards::FrameValues& frame) const override;
+  std::vector<std::string> describe() const override;
+  // One opaque Python check, whatever it tests.
+  std::size_t guard_count() const override { return 1; }
+
+ private:
+  py::Ref<> guard_fn_;
+  PyCodeObject* code_;  // borrowed
+};
+
+// Turns a callback's result into a CompiledFrame (nullopt for None). Throws PythonError
+// (TypeError) for anything else.
+std::optional<CompiledFrame> compiled_frame_from_python(PyObject* result, PyCodeObject* code);
+
+}  // namespace bytegraph::frame
