@@ -8,6 +8,7 @@
 #include "frame/eval_hook.h"
 #include "frame/python_compiler.h"
 #include "frame/thread_state.h"
+#include "guards/python_handles.h"
 #include "python/errors.h"
 
 namespace bytegraph {
@@ -65,10 +66,7 @@ void add_entry(nb::handle function, nb::handle code, nb::handle guard_fn, nb::ha
     throw PythonError::make(PyExc_TypeError, "bytegraph: add_entry needs a function object");
   }
   auto* original = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(function.ptr()));
-  std::unique_ptr<guards::GuardTree> guards;
-  if (!guard_fn.is_none()) {
-    guards = std::make_unique<frame::PythonGuardTree>(py::Ref<>::newref(guard_fn.ptr()), original);
-  }
+  std::unique_ptr<guards::GuardTree> guards = frame::guard_tree_from_python(guard_fn.ptr(), original);
   auto entry = frame::make_cache_entry(
       original, function.ptr(), py::Ref<>::newref(reinterpret_cast<PyObject*>(as_code(code))), std::move(guards),
       keepalive.is_none() ? py::Ref<>() : py::Ref<>::newref(keepalive.ptr()));
@@ -88,6 +86,12 @@ nb::dict stats() {
 }  // namespace
 
 void bind_frame(nb::module_& m) {
+  frame::register_guard_object_converter([](PyObject* object) -> std::unique_ptr<guards::GuardTree> {
+    PyGuardTree* handle = nullptr;
+    if (!nb::try_cast(nb::handle(object), handle) || handle == nullptr) return nullptr;
+    if (!handle->tree) throw std::invalid_argument("this GuardTree is already used by a cache entry");
+    return std::move(handle->tree);
+  });
   frame::init_code_cache();
   nb::module_ sub = m.def_submodule("frame", "PEP 523 frame hook and per-code cache");
   sub.def("set_callback", &set_callback, nb::arg("callback").none(),
