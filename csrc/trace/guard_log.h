@@ -1,0 +1,38 @@
+// The guards a trace relied on, in the order it read values. Kept by the tracer (not pushed
+// straight into a GuardSet) so that a rollback can drop the guards of an abandoned
+// instruction; applied to a guards::GuardSet once the trace is done.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+#include <vector>
+
+#include "guards/guard_set.h"
+#include "guards/source.h"
+#include "python/ref.h"
+
+namespace bytegraph::trace {
+
+class GuardLog {
+ public:
+  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None };
+
+  void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
+  size_t size() const { return entries_.size(); }
+  void truncate(size_t length) { if (length < entries_.size()) entries_.resize(length); }
+  void apply(guards::GuardSet& set) const;
+  // One readable line per guard: "L['x'] TENSOR_MATCH", for tests and logs.
+  std::vector<std::string> describe() const;
+
+ private:
+  struct Entry {
+    Kind kind;
+    guards::SourcePtr source;
+    py::Ref<> object;
+    Py_ssize_t length;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace bytegraph::trace
