@@ -2,7 +2,9 @@
 //
 // Contract between the tracer (calls the `add_*` methods as it reads values) and the cache
 // (owns the built `GuardTree` per entry and checks it before each call). Each `add_*` is
-// idempotent for the same source and check.
+// idempotent for the same source and check. A value that cannot be guarded (EQUALS_MATCH on a
+// non-constant, TENSOR_MATCH on a non-tensor) raises PythonError (TypeError) and adds nothing.
+// A missing attribute, key, slot or cell at check time fails the guard; it is not an error.
 #pragma once
 
 #include <memory>
@@ -34,12 +36,18 @@ class GuardSet {
   void add_id_match(const SourcePtr& source, PyObject* object);
   void add_equals_match(const SourcePtr& source, PyObject* value);   // Python constants
   void add_tensor_match(const SourcePtr& source, PyObject* tensor);  // type, dtype, device, shape, stride, requires_grad
+  // The same, except that the sizes of `dynamic_dims` (negative counts from the end) and the
+  // strides that scale with them are left unchecked: the hook for dynamic shapes.
+  void add_tensor_match(const SourcePtr& source, PyObject* tensor,
+                        const std::vector<int>& dynamic_dims);
   void add_length_match(const SourcePtr& source, Py_ssize_t length);
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
   // Human-readable list, one guard a line (for logs, explain() and comptime.print_guards).
   std::vector<std::string> describe() const;
   std::unique_ptr<GuardTree> build() const;
+  // The number of distinct guards collected.
+  size_t size() const;
 
  private:
   struct Impl;
@@ -55,6 +63,7 @@ class GuardTree {
   // empty if every guard passes.
   virtual std::string explain_failure(const FrameValues& frame) const = 0;
   virtual std::vector<std::string> describe() const = 0;
+  virtual size_t guard_count() const = 0;
 };
 
 }  // namespace bytegraph::guards

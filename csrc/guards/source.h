@@ -1,6 +1,8 @@
 // Where a value came from at run time: a chain rooted in the frame (a local slot, a global,
 // a closure cell), extended by attribute and item accesses. Sources name graph inputs and
-// say what guards check: `L['x']`, `G['w']`, `L['self'].fc.weight`, `L['xs'][0]`.
+// say what guards check: `L['x']`, `G['w']`, `L['self'].fc.weight`, `L['xs'][0]`,
+// `type(L['x'])`, `builtins['len']`, and `closure['y']` for the contents of the function's
+// own free-variable cell named `y`.
 //
 // Contract shared by the tracer (which creates sources for values it reads) and the guard
 // tree (which turns them into accessors). Sources are immutable and shared.

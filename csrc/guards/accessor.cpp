@@ -1,0 +1,210 @@
+#include "guards/accessor.h"
+
+#include "guards/guard_manager.h"
+#include "python/errors.h"
+
+namespace bytegraph::guards {
+
+Accessor::Accessor(std::unique_ptr<GuardManager> child) : child_(std::move(child)) {}
+Accessor::~Accessor() = default;
+
+Fetched Accessor::fetch_for_child(PyObject* parent, const FrameValues& frame) const {
+  Fetched value = fetch(parent, frame);
+  // Leaf checks never run user code, but a deeper getattr can (a property), and it could
+  // drop the only reference the container held. Owning the value for that walk costs one
+  // incref; values read from the frame or the parent itself are kept alive by them.
+  if (value && child_->has_accessors() && borrows_from_container()) value.own();
+  return value;
+}
+
+bool Accessor::check(PyObject* parent, const FrameValues& frame) const {
+  Fetched value = fetch_for_child(parent, frame);
+  return value && child_->check(value.get(), frame);
+}
+
+std::string Accessor::explain(PyObject* parent, const FrameValues& frame) const {
+  Fetched value;
+  try {
+    value = fetch_for_child(parent, frame);
+  } catch (PythonError& error) {
+    return child_->repr() + ": raised " + error.what();
+  }
+  if (!value) return child_->repr() + ": " + missing_reason();
+  return child_->explain(value.get(), frame);
+}
+
+namespace {
+
+// A lookup that raised LookupError (KeyError, IndexError) or AttributeError means "missing";
+// anything else is a real error.
+Fetched missing_or_throw(PyObject* expected_error) {
+  if (PyErr_ExceptionMatches(expected_error)) {
+    PyErr_Clear();
+    return Fetched::missing();
+  }
+  throw_python_error();
+}
+
+// dict[key] for any mapping: in place for an exact dict, else through __getitem__.
+Fetched mapping_item(PyObject* mapping, PyObject* key) {
+  if (PyDict_CheckExact(mapping)) {
+    PyObject* value = PyDict_GetItemWithError(mapping, key);  // borrowed
+    if (value == nullptr && PyErr_Occurred()) throw_python_error();
+    return value ? Fetched::borrowed(value) : Fetched::missing();
+  }
+  PyObject* value = PyObject_GetItem(mapping, key);  // new ref
+  if (value == nullptr) return missing_or_throw(PyExc_LookupError);
+  return Fetched::owned(py::Ref<>::steal(value));
+}
+
+py::Ref<> interned(const std::string& name) {
+  return check(PyUnicode_InternFromString(name.c_str()));
+}
+
+class LocalSlotAccessor final : public Accessor {
+ public:
+  LocalSlotAccessor(int slot, std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), slot_(slot) {}
+  Fetched fetch(PyObject*, const FrameValues& frame) const override {
+    if (slot_ >= frame.nlocals || frame.locals == nullptr) return Fetched::missing();
+    PyObject* value = frame.locals[slot_];  // borrowed from the frame
+    return value ? Fetched::borrowed(value) : Fetched::missing();
+  }
+  const char* missing_reason() const override { return "local unbound"; }
+  bool borrows_from_container() const override { return false; }
+
+ private:
+  int slot_;
+};
+
+// A name in the frame's globals or builtins.
+class FrameDictAccessor final : public Accessor {
+ public:
+  FrameDictAccessor(PyObject* FrameValues::*dict, const char* missing, const std::string& name,
+                    std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), dict_(dict), missing_(missing), name_(interned(name)) {}
+  Fetched fetch(PyObject*, const FrameValues& frame) const override {
+    PyObject* dict = frame.*dict_;  // borrowed
+    if (dict == nullptr) return Fetched::missing();
+    return mapping_item(dict, name_.get());
+  }
+  const char* missing_reason() const override { return missing_; }
+  bool borrows_from_container() const override { return true; }
+
+ private:
+  PyObject* FrameValues::*dict_;
+  const char* missing_;
+  py::Ref<> name_;  // interned str: its hash is cached, so the lookup hashes nothing
+};
+
+class ClosureCellAccessor final : public Accessor {
+ public:
+  ClosureCellAccessor(int index, std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), index_(index) {}
+  Fetched fetch(PyObject*, const FrameValues& frame) const override {
+    PyObject* closure = frame.closure;  // borrowed
+    if (closure == nullptr || !PyTuple_Check(closure) || index_ >= PyTuple_GET_SIZE(closure)) {
+      return Fetched::missing();
+    }
+    PyObject* cell = PyTuple_GET_ITEM(closure, index_);  // borrowed
+    if (!PyCell_Check(cell)) return Fetched::missing();
+    PyObject* contents = PyCell_GET(cell);  // borrowed
+    return contents ? Fetched::borrowed(contents) : Fetched::missing();
+  }
+  const char* missing_reason() const override { return "closure cell empty"; }
+  bool borrows_from_container() const override { return true; }
+
+ private:
+  int index_;
+};
+
+class AttrAccessor final : public Accessor {
+ public:
+  AttrAccessor(const std::string& name, std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), name_(interned(name)) {}
+  Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    PyObject* value = PyObject_GetAttr(parent, name_.get());  // new ref
+    if (value == nullptr) return missing_or_throw(PyExc_AttributeError);
+    return Fetched::owned(py::Ref<>::steal(value));
+  }
+  const char* missing_reason() const override { return "attribute missing"; }
+  bool borrows_from_container() const override { return false; }
+
+ private:
+  py::Ref<> name_;
+};
+
+class ItemAccessor final : public Accessor {
+ public:
+  ItemAccessor(py::Ref<> key, std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), key_(std::move(key)) {
+    if (PyLong_CheckExact(key_.get())) {
+      int overflow = 0;
+      long long index = PyLong_AsLongLongAndOverflow(key_.get(), &overflow);
+      if (!overflow) {
+        index_ = static_cast<Py_ssize_t>(index);
+        has_index_ = true;
+      }
+    }
+  }
+  Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    if (has_index_ && (PyList_CheckExact(parent) || PyTuple_CheckExact(parent))) {
+      return sequence_item(parent);
+    }
+    return mapping_item(parent, key_.get());
+  }
+  const char* missing_reason() const override { return "item missing"; }
+  bool borrows_from_container() const override { return true; }
+
+ private:
+  Fetched sequence_item(PyObject* sequence) const {
+    Py_ssize_t size = Py_SIZE(sequence);
+    Py_ssize_t index = index_ < 0 ? index_ + size : index_;
+    if (index < 0 || index >= size) return Fetched::missing();
+    PyObject* value = PyList_CheckExact(sequence) ? PyList_GET_ITEM(sequence, index)
+                                                  : PyTuple_GET_ITEM(sequence, index);
+    return Fetched::borrowed(value);  // borrowed from the list or tuple
+  }
+
+  py::Ref<> key_;
+  Py_ssize_t index_ = 0;
+  bool has_index_ = false;
+};
+
+class TypeAccessor final : public Accessor {
+ public:
+  using Accessor::Accessor;
+  Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    // borrowed: the parent holds a reference to its type
+    return Fetched::borrowed(reinterpret_cast<PyObject*>(Py_TYPE(parent)));
+  }
+  const char* missing_reason() const override { return "no type"; }
+  bool borrows_from_container() const override { return false; }
+};
+
+}  // namespace
+
+std::unique_ptr<Accessor> make_accessor(const Source& source,
+                                        std::unique_ptr<GuardManager> child) {
+  switch (source.kind) {
+    case Source::Kind::Local:
+      return std::make_unique<LocalSlotAccessor>(source.index, std::move(child));
+    case Source::Kind::Global:
+      return std::make_unique<FrameDictAccessor>(&FrameValues::globals, "global missing",
+                                                 source.name, std::move(child));
+    case Source::Kind::Builtin:
+      return std::make_unique<FrameDictAccessor>(&FrameValues::builtins, "builtin missing",
+                                                 source.name, std::move(child));
+    case Source::Kind::Closure:
+      return std::make_unique<ClosureCellAccessor>(source.index, std::move(child));
+    case Source::Kind::Attr:
+      return std::make_unique<AttrAccessor>(source.name, std::move(child));
+    case Source::Kind::Item:
+      return std::make_unique<ItemAccessor>(source.key.copy(), std::move(child));
+    case Source::Kind::Type:
+      return std::make_unique<TypeAccessor>(std::move(child));
+  }
+  throw InternalError("make_accessor: unknown source kind");
+}
+
+}  // namespace bytegraph::guards

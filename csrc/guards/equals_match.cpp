@@ -1,0 +1,106 @@
+// EQUALS_MATCH: the value is a Python constant equal to the one seen while tracing.
+//
+// Only immutable builtin constants are accepted (None, bool, int, float, complex, str, bytes,
+// and tuples of these), so comparing them never runs user code. Equality here is stricter
+// than `==` where a traced graph could tell the difference:
+// - the type must match exactly, so 1, True and 1.0 are three different constants;
+// - None and bools compare by identity (they are singletons);
+// - NaN equals NaN (a NaN constant would otherwise never hit the cache);
+// - 0.0 and -0.0 differ (1 / x, copysign and atan2 tell them apart).
+#include <cmath>
+
+#include "guards/leaf_guard.h"
+#include "guards/python_text.h"
+#include "python/errors.h"
+
+namespace bytegraph::guards {
+
+namespace {
+
+bool is_singleton_constant(PyObject* value) {
+  return value == Py_None || value == Py_True || value == Py_False || value == Py_Ellipsis;
+}
+
+bool is_supported_constant(PyObject* value) {
+  if (is_singleton_constant(value)) return true;
+  if (PyLong_CheckExact(value) || PyFloat_CheckExact(value) || PyComplex_CheckExact(value) ||
+      PyUnicode_CheckExact(value) || PyBytes_CheckExact(value)) {
+    return true;
+  }
+  if (!PyTuple_CheckExact(value)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i) {
+    if (!is_supported_constant(PyTuple_GET_ITEM(value, i))) return false;
+  }
+  return true;
+}
+
+bool same_double(double got, double expected) {
+  if (std::isnan(expected)) return std::isnan(got);
+  return got == expected && std::signbit(got) == std::signbit(expected);
+}
+
+bool constant_equal(PyObject* got, PyObject* expected);
+
+bool tuple_equal(PyObject* got, PyObject* expected) {
+  Py_ssize_t size = PyTuple_GET_SIZE(expected);
+  if (PyTuple_GET_SIZE(got) != size) return false;
+  for (Py_ssize_t i = 0; i < size; ++i) {
+    if (!constant_equal(PyTuple_GET_ITEM(got, i), PyTuple_GET_ITEM(expected, i))) return false;
+  }
+  return true;
+}
+
+// `expected` is a supported constant; `got` is anything.
+bool constant_equal(PyObject* got, PyObject* expected) {
+  if (got == expected) return true;
+  if (is_singleton_constant(expected)) return false;
+  if (Py_TYPE(got) != Py_TYPE(expected)) return false;
+  if (PyFloat_CheckExact(expected)) {
+    return same_double(PyFloat_AS_DOUBLE(got), PyFloat_AS_DOUBLE(expected));
+  }
+  if (PyComplex_CheckExact(expected)) {
+    Py_complex a = PyComplex_AsCComplex(got), b = PyComplex_AsCComplex(expected);
+    return same_double(a.real, b.real) && same_double(a.imag, b.imag);
+  }
+  if (PyTuple_CheckExact(expected)) return tuple_equal(got, expected);
+  // int, str, bytes of the exact builtin type: their comparison is C code that cannot fail.
+  int equal = PyObject_RichCompareBool(got, expected, Py_EQ);
+  if (equal < 0) throw_python_error();
+  return equal == 1;
+}
+
+class EqualsMatch final : public LeafGuard {
+ public:
+  explicit EqualsMatch(py::Ref<> value) : value_(std::move(value)) {}
+  bool check(PyObject* value) const override { return constant_equal(value, value_.get()); }
+  std::string explain(PyObject* value, const std::string& source) const override {
+    return source + " == " + safe_repr(value_.get()) + ": got " + safe_repr(value);
+  }
+  std::string describe(const std::string& source) const override {
+    return source + ": EQUALS_MATCH " + safe_repr(value_.get());
+  }
+  std::string dedupe_key() const override {
+    // repr alone would merge 0.0 and -0.0 only if repr did; it does not, and it keeps
+    // 1, True and 1.0 apart, so repr plus type name is an exact key for these constants.
+    return "EQUALS_MATCH " + std::string(Py_TYPE(value_.get())->tp_name) + " " +
+           safe_repr(value_.get());
+  }
+  int cost_rank() const override { return kCostValue; }
+
+ private:
+  py::Ref<> value_;
+};
+
+}  // namespace
+
+LeafPtr make_equals_match(PyObject* value) {
+  if (value == nullptr || !is_supported_constant(value)) {
+    std::string got = value == nullptr ? "NULL" : type_name(Py_TYPE(value));
+    throw PythonError::make(PyExc_TypeError,
+                            "EQUALS_MATCH supports None, bool, int, float, complex, str, bytes "
+                            "and tuples of these; got " + got);
+  }
+  return std::make_shared<EqualsMatch>(py::Ref<>::newref(value));
+}
+
+}  // namespace bytegraph::guards

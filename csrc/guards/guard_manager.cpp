@@ -1,0 +1,66 @@
+#include "guards/guard_manager.h"
+
+#include <algorithm>
+
+#include "python/errors.h"
+
+namespace bytegraph::guards {
+
+GuardManager::GuardManager(SourcePtr source)
+    : source_(std::move(source)), repr_(source_ ? source_->repr() : std::string("<frame>")) {}
+
+void GuardManager::add_leaf(LeafPtr leaf) { leaves_.push_back(std::move(leaf)); }
+
+GuardManager& GuardManager::child_for(const SourcePtr& source) {
+  std::string repr = source->repr();
+  for (const auto& accessor : accessors_) {
+    if (accessor->child().repr() == repr) return accessor->child();
+  }
+  accessors_.push_back(make_accessor(*source, std::make_unique<GuardManager>(source)));
+  return accessors_.back()->child();
+}
+
+void GuardManager::finalize() {
+  std::stable_sort(leaves_.begin(), leaves_.end(), [](const LeafPtr& a, const LeafPtr& b) {
+    return a->cost_rank() < b->cost_rank();
+  });
+  for (const auto& accessor : accessors_) accessor->child().finalize();
+}
+
+bool GuardManager::check(PyObject* value, const FrameValues& frame) const {
+  for (const LeafPtr& leaf : leaves_) {
+    if (!leaf->check(value)) return false;
+  }
+  for (const auto& accessor : accessors_) {
+    if (!accessor->check(value, frame)) return false;
+  }
+  return true;
+}
+
+std::string GuardManager::explain(PyObject* value, const FrameValues& frame) const {
+  for (const LeafPtr& leaf : leaves_) {
+    try {
+      if (!leaf->check(value)) return leaf->explain(value, repr_);
+    } catch (PythonError& error) {
+      return leaf->describe(repr_) + " raised " + error.what();
+    }
+  }
+  for (const auto& accessor : accessors_) {
+    std::string reason = accessor->explain(value, frame);
+    if (!reason.empty()) return reason;
+  }
+  return {};
+}
+
+void GuardManager::describe(std::vector<std::pair<std::string, std::string>>& lines) const {
+  for (const LeafPtr& leaf : leaves_) lines.emplace_back(repr_, leaf->describe(repr_));
+  for (const auto& accessor : accessors_) accessor->child().describe(lines);
+}
+
+size_t GuardManager::guard_count() const {
+  size_t count = leaves_.size();
+  for (const auto& accessor : accessors_) count += accessor->child().guard_count();
+  return count;
+}
+
+}  // namespace bytegraph::guards

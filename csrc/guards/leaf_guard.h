@@ -1,0 +1,54 @@
+// Leaf checks: one property of one fetched value (its type, identity, value, length, dict
+// keys, tensor metadata). A leaf is immutable once built and shared between the GuardSet
+// that collected it and every tree built from it.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/ref.h"
+
+namespace bytegraph::guards {
+
+class LeafGuard {
+ public:
+  virtual ~LeafGuard() = default;
+  // Hot path. `value` is borrowed. Throws PythonError only if Python code it ran raised.
+  virtual bool check(PyObject* value) const = 0;
+  // Why `value` fails this check, naming it as `source` (e.g. "L['x'] size[0]: expected 3,
+  // got 4"). Only meaningful when check() returned false.
+  virtual std::string explain(PyObject* value, const std::string& source) const = 0;
+  // One readable line: "L['x']: TYPE_MATCH int".
+  virtual std::string describe(const std::string& source) const = 0;
+  // Equal keys mean the same check (used to drop duplicates for one source).
+  virtual std::string dedupe_key() const = 0;
+  // Cheaper checks run first so that a failing frame is rejected early.
+  virtual int cost_rank() const = 0;
+};
+
+using LeafPtr = std::shared_ptr<const LeafGuard>;
+
+// Cost ranks, cheapest first.
+enum LeafCost : int {
+  kCostIdentity = 0,  // one pointer comparison
+  kCostValue = 1,     // small constant comparison
+  kCostLength = 2,
+  kCostDictKeys = 3,
+  kCostTensor = 4,
+};
+
+LeafPtr make_type_match(PyTypeObject* type);
+LeafPtr make_id_match(PyObject* object);
+LeafPtr make_none_match(bool is_none);
+LeafPtr make_length_match(Py_ssize_t length);
+// `keys` is a tuple of the expected keys, in insertion order.
+LeafPtr make_dict_keys_match(PyObject* keys);
+// Python constants only (see equals_match.cpp); raises TypeError (as PythonError) otherwise.
+LeafPtr make_equals_match(PyObject* value);
+// `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
+LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims);
+
+}  // namespace bytegraph::guards

@@ -1,0 +1,45 @@
+#include "guards/python_text.h"
+
+#include "python/ref.h"
+
+namespace bytegraph::guards {
+
+namespace {
+
+std::string utf8_or_fallback(PyObject* text, PyObject* obj) {
+  if (text != nullptr) {
+    if (const char* utf8 = PyUnicode_AsUTF8(text)) return utf8;
+  }
+  PyErr_Clear();
+  return std::string("<unprintable ") + Py_TYPE(obj)->tp_name + ">";
+}
+
+}  // namespace
+
+std::string safe_repr(PyObject* obj) {
+  if (obj == nullptr) return "<NULL>";
+  py::Ref<> text = py::Ref<>::steal(PyObject_Repr(obj));
+  return utf8_or_fallback(text.get(), obj);
+}
+
+std::string safe_str(PyObject* obj) {
+  if (obj == nullptr) return "<NULL>";
+  py::Ref<> text = py::Ref<>::steal(PyObject_Str(obj));
+  return utf8_or_fallback(text.get(), obj);
+}
+
+std::string type_name(PyTypeObject* type) {
+  PyObject* as_object = reinterpret_cast<PyObject*>(type);
+  py::Ref<> module = py::Ref<>::steal(PyObject_GetAttrString(as_object, "__module__"));
+  py::Ref<> qualname = py::Ref<>::steal(PyObject_GetAttrString(as_object, "__qualname__"));
+  PyErr_Clear();
+  const char* qual = qualname && PyUnicode_Check(qualname.get()) ? PyUnicode_AsUTF8(qualname.get())
+                                                                 : nullptr;
+  const char* mod = module && PyUnicode_Check(module.get()) ? PyUnicode_AsUTF8(module.get()) : nullptr;
+  PyErr_Clear();
+  if (qual == nullptr) return type->tp_name;
+  if (mod == nullptr || std::string(mod) == "builtins") return qual;
+  return std::string(mod) + "." + qual;
+}
+
+}  // namespace bytegraph::guards

@@ -1,0 +1,18 @@
+// Readable text for Python objects in guard listings and failure reasons. Slow path only:
+// these call repr()/str() and never throw (a failing repr becomes a placeholder).
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+
+namespace bytegraph::guards {
+
+// repr(obj), or "<unprintable T>" if repr raised (the error is cleared).
+std::string safe_repr(PyObject* obj);
+// str(obj), with the same fallback.
+std::string safe_str(PyObject* obj);
+// `int`, `torch.Tensor`, `torch.nn.parameter.Parameter`: module-qualified unless builtin.
+std::string type_name(PyTypeObject* type);
+
+}  // namespace bytegraph::guards

@@ -1,0 +1,84 @@
+#include "guards/source.h"
+
+#include "guards/python_text.h"
+#include "python/errors.h"
+
+namespace bytegraph::guards {
+
+namespace {
+
+// Single-quoted like Python's repr of a plain identifier, which is what names are.
+std::string quoted(const std::string& name) { return "['" + name + "']"; }
+
+SourcePtr make_root(Source::Kind kind, std::string name, int index) {
+  auto source = std::make_shared<Source>();
+  source->kind = kind;
+  source->name = std::move(name);
+  source->index = index;
+  return source;
+}
+
+SourcePtr make_derived(Source::Kind kind, SourcePtr base, std::string name, py::Ref<> key) {
+  BYTEGRAPH_CHECK(base != nullptr, "a derived source needs a base");
+  auto source = std::make_shared<Source>();
+  source->kind = kind;
+  source->base = std::move(base);
+  source->name = std::move(name);
+  source->key = std::move(key);
+  return source;
+}
+
+}  // namespace
+
+std::string Source::repr() const {
+  switch (kind) {
+    case Kind::Local:
+      return "L" + quoted(name);
+    case Kind::Global:
+      return "G" + quoted(name);
+    case Kind::Builtin:
+      return "builtins" + quoted(name);
+    case Kind::Closure:
+      return "closure" + quoted(name);
+    case Kind::Attr:
+      return base->repr() + "." + name;
+    case Kind::Item:
+      return base->repr() + "[" + safe_repr(key.get()) + "]";
+    case Kind::Type:
+      return "type(" + base->repr() + ")";
+  }
+  return "<bad source>";
+}
+
+SourcePtr local_source(std::string name, int slot) {
+  BYTEGRAPH_CHECK(slot >= 0, "a local source needs a slot index");
+  return make_root(Source::Kind::Local, std::move(name), slot);
+}
+
+SourcePtr global_source(std::string name) {
+  return make_root(Source::Kind::Global, std::move(name), -1);
+}
+
+SourcePtr builtin_source(std::string name) {
+  return make_root(Source::Kind::Builtin, std::move(name), -1);
+}
+
+SourcePtr closure_source(std::string name, int index) {
+  BYTEGRAPH_CHECK(index >= 0, "a closure source needs a cell index");
+  return make_root(Source::Kind::Closure, std::move(name), index);
+}
+
+SourcePtr attr_source(SourcePtr base, std::string name) {
+  return make_derived(Source::Kind::Attr, std::move(base), std::move(name), nullptr);
+}
+
+SourcePtr item_source(SourcePtr base, py::Ref<> key) {
+  BYTEGRAPH_CHECK(key, "an item source needs a key");
+  return make_derived(Source::Kind::Item, std::move(base), {}, std::move(key));
+}
+
+SourcePtr type_source(SourcePtr base) {
+  return make_derived(Source::Kind::Type, std::move(base), {}, nullptr);
+}
+
+}  // namespace bytegraph::guards

@@ -1,0 +1,62 @@
+#include "guards/tensor_meta.h"
+
+#include <string>
+
+#include "python/errors.h"
+
+namespace bytegraph::guards {
+
+namespace {
+
+// getattr on the class returns the descriptor itself, not a bound value.
+py::Ref<> class_attribute(PyTypeObject* type, const char* name) {
+  return check(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), name));
+}
+
+const PyGetSetDef* getset_of(const py::Ref<>& descriptor, const char* name) {
+  if (!PyObject_TypeCheck(descriptor.get(), &PyGetSetDescr_Type)) {
+    throw PythonError::make(PyExc_TypeError, std::string("torch._C.TensorBase.") + name +
+                                                 " is not a getset descriptor");
+  }
+  return reinterpret_cast<PyGetSetDescrObject*>(descriptor.get())->d_getset;
+}
+
+}  // namespace
+
+void TensorMeta::load() {
+  py::Ref<> torch_c = check(PyImport_ImportModule("torch._C"));
+  py::Ref<> base = check(PyObject_GetAttrString(torch_c.get(), "TensorBase"));
+  if (!PyType_Check(base.get())) {
+    throw PythonError::make(PyExc_TypeError, "torch._C.TensorBase is not a type");
+  }
+  tensor_base_ = py::Ref<PyTypeObject>::steal(base.release());
+  const char* names[6] = {"dtype", "device", "shape", "requires_grad", "is_cpu", "is_meta"};
+  const PyGetSetDef** slots[6] = {&dtype_, &device_, &shape_, &requires_grad_, &is_cpu_, &is_meta_};
+  for (int i = 0; i < 6; ++i) {
+    descriptors_[i] = class_attribute(tensor_base_.get(), names[i]);
+    *slots[i] = getset_of(descriptors_[i], names[i]);
+  }
+  stride_ = class_attribute(tensor_base_.get(), "stride");
+  if (!PyObject_TypeCheck(stride_.get(), &PyMethodDescr_Type)) {
+    throw PythonError::make(PyExc_TypeError, "torch._C.TensorBase.stride is not a method");
+  }
+}
+
+const TensorMeta& TensorMeta::get() {
+  // Built once and never destroyed: guard trees may outlive any static destructor order,
+  // and the references must not be released after the interpreter is finalized.
+  static TensorMeta* instance = nullptr;
+  if (instance == nullptr) {
+    auto* fresh = new TensorMeta();
+    try {
+      fresh->load();
+    } catch (...) {
+      delete fresh;
+      throw;
+    }
+    instance = fresh;
+  }
+  return *instance;
+}
+
+}  // namespace bytegraph::guards

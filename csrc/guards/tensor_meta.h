@@ -1,0 +1,57 @@
+// Reading tensor metadata without libtorch headers.
+//
+// torch exposes `dtype`, `device`, `shape`, `requires_grad`, `is_cpu` and `is_meta` on torch._C.TensorBase as
+// getset descriptors, and `stride` as a method descriptor. We look them up once, through
+// Python, then call their C getters directly: no attribute lookup, no MRO walk, no
+// descriptor protocol on the hot path. Everything here needs the GIL.
+#pragma once
+
+#include <Python.h>
+
+#include "python/ref.h"
+
+namespace bytegraph::guards {
+
+class TensorMeta {
+ public:
+  // The process-wide accessors; the first call imports torch. Throws PythonError if torch or
+  // one of the descriptors is missing (then the next call tries again).
+  static const TensorMeta& get();
+
+  bool is_tensor(PyObject* obj) const { return PyObject_TypeCheck(obj, tensor_base_.get()); }
+  PyTypeObject* tensor_base() const { return tensor_base_.get(); }
+
+  // Each returns a new reference, or null with a Python error set. `tensor` must be an
+  // instance of TensorBase (the getters cast it without checking).
+  PyObject* dtype(PyObject* tensor) const { return call_getter(dtype_, tensor); }
+  PyObject* device(PyObject* tensor) const { return call_getter(device_, tensor); }
+  PyObject* shape(PyObject* tensor) const { return call_getter(shape_, tensor); }
+  PyObject* requires_grad(PyObject* tensor) const { return call_getter(requires_grad_, tensor); }
+  // Py_True/Py_False without building a torch.device: the cheap device checks for the two
+  // index-less devices (CPU and meta tensors never carry a device index).
+  PyObject* is_cpu(PyObject* tensor) const { return call_getter(is_cpu_, tensor); }
+  PyObject* is_meta(PyObject* tensor) const { return call_getter(is_meta_, tensor); }
+  PyObject* stride(PyObject* tensor) const {
+    // A method descriptor called with the instance as its only positional argument.
+    return PyObject_Vectorcall(stride_.get(), &tensor, 1, nullptr);
+  }
+
+ private:
+  TensorMeta() = default;
+  static PyObject* call_getter(const PyGetSetDef* def, PyObject* tensor) {
+    return def->get(tensor, def->closure);
+  }
+  void load();
+
+  py::Ref<PyTypeObject> tensor_base_;
+  py::Ref<> descriptors_[6];  // keep the getset descriptors (and so their PyGetSetDefs) alive
+  const PyGetSetDef* dtype_ = nullptr;
+  const PyGetSetDef* device_ = nullptr;
+  const PyGetSetDef* shape_ = nullptr;
+  const PyGetSetDef* requires_grad_ = nullptr;
+  const PyGetSetDef* is_cpu_ = nullptr;
+  const PyGetSetDef* is_meta_ = nullptr;
+  py::Ref<> stride_;
+};
+
+}  // namespace bytegraph::guards
