@@ -296,3 +296,21 @@ _DTYPE_ABBREVIATIONS = {
 __all__ = ["Session", "NodeRef", "GraphOutput", "Constant", "Source", "DataDependentOp",
            "classify", "tensor_attribute_kind", "build_graph_module", "user_location"]
 del math, operator
+
+
+def bind_arguments(fn, args: tuple, kwargs: dict):
+    """(function, {parameter: real value}) for calling `fn(*args, **kwargs)`: bound methods
+    and nn.Module instances are traced as their underlying function with `self` bound."""
+    import inspect
+
+    if isinstance(fn, torch.nn.Module):
+        args = (fn,) + tuple(args)
+        fn = type(fn).forward
+    elif isinstance(fn, types.MethodType):
+        args = (fn.__self__,) + tuple(args)
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"bytegraph can only trace Python functions, got {type(fn).__name__}")
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return fn, dict(bound.arguments)

@@ -1,6 +1,6 @@
 #include "trace/tracer.h"
 
-#include "trace/decode_fallback.h"
+#include "bytecode/decode.h"
 
 namespace bytegraph::trace {
 
@@ -67,7 +67,7 @@ CodeInfo& Tracer::code_info(PyObject* code) {
   if (found != codes_.end()) return *found->second;
   auto info = std::make_unique<CodeInfo>();
   info->code = py::Ref<>::newref(code);
-  info->instructions = decode_code(code);
+  info->instructions = bytecode::decode(reinterpret_cast<PyCodeObject*>(code)).instructions;
   for (size_t i = 0; i < info->instructions.size(); ++i) info->index[info->instructions[i].get()] = i;
   // localsplus (3.11/3.12): the variables, then cell variables that are not arguments,
   // then free variables. Cell arguments keep their argument slot.

@@ -146,8 +146,8 @@ class SequenceValue : public Value {
   bool mutable_here() const { return mutable_here_; }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
-  bool truthy(Tracer& tracer) const override { return !items.empty(); }
-  std::optional<Args> unpack(Tracer& tracer) override { return items; }
+  bool truthy(Tracer&) const override { return !items.empty(); }
+  std::optional<Args> unpack(Tracer&) override { return items; }
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   void require_mutable(const std::string& what) const;
 
@@ -167,7 +167,7 @@ class DictValue : public Value {
   PyObject* python_type() const override { return (PyObject*)&PyDict_Type; }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
-  bool truthy(Tracer& tracer) const override { return !keys.empty(); }
+  bool truthy(Tracer&) const override { return !keys.empty(); }
   std::optional<Args> unpack(Tracer& tracer) override;  // the keys
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   void set_item(PyObject* key, ValuePtr value);
