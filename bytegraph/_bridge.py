@@ -314,3 +314,23 @@ def bind_arguments(fn, args: tuple, kwargs: dict):
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     return fn, dict(bound.arguments)
+
+
+def rebuild_output(tree, graph_outputs, resolve_source=None):
+    """The traced function's return value from the graph's outputs and a trace's `output`
+    description; `resolve_source(name)` supplies Source leaves (e.g. from the frame)."""
+    if isinstance(tree, GraphOutput):
+        return graph_outputs[tree.index]
+    if isinstance(tree, Constant):
+        return tree.value
+    if isinstance(tree, Source):
+        if resolve_source is None:
+            raise ValueError(f"no value for source {tree.name}")
+        return resolve_source(tree.name)
+    if isinstance(tree, tuple):
+        return tuple(rebuild_output(item, graph_outputs, resolve_source) for item in tree)
+    if isinstance(tree, list):
+        return [rebuild_output(item, graph_outputs, resolve_source) for item in tree]
+    if isinstance(tree, dict):
+        return {key: rebuild_output(item, graph_outputs, resolve_source) for key, item in tree.items()}
+    raise TypeError(f"not an output description: {tree!r}")
