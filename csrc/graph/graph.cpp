@@ -44,8 +44,14 @@ void Graph::truncate(size_t length) {
 std::string identifier_from(const std::string& text) {
   std::string out;
   std::string body = text;
-  // Drop the frame-slot prefix of a source name: L['x'] -> x, G['w'] -> w.
-  if (body.size() > 4 && (body[0] == 'L' || body[0] == 'G') && body[1] == '[') body = body.substr(2);
+  // Drop the root of a source name: L['x'] -> x, G['w'] -> w, closure['k'] -> k.
+  for (const char* root : {"L[", "G[", "closure[", "builtins["}) {
+    std::string prefix(root);
+    if (body.rfind(prefix, 0) == 0) {
+      body = body.substr(prefix.size());
+      break;
+    }
+  }
   for (char c : body) {
     bool word = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
     if (word) {

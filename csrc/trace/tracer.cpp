@@ -359,8 +359,10 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
   if (PyObject_TypeCheck(result, (PyTypeObject*)tensor_type))
     return std::make_shared<TensorValue>(node, py::Ref<>::newref(result));
   if (!contains_tensor(result, tensor_type)) {
+    // An op returning None ran for its effect (x[i] = v): keep its node.
+    if (result == Py_None) return ConstantValue::none();
     // A result computed from metadata alone (a size, a flag): fold it, no node needed.
-    if (classify(result) == ObjectKind::Constant || result == Py_None) {
+    if (classify(result) == ObjectKind::Constant) {
       graph.truncate(static_cast<size_t>(node));
       return ConstantValue::make(py::Ref<>::newref(result));
     }
