@@ -6,10 +6,16 @@ namespace bytegraph::trace {
 
 void GuardLog::add(Kind kind, const guards::SourcePtr& source, PyObject* object, Py_ssize_t length) {
   if (!source) return;  // values made during the trace need no guard
-  std::string name = source->repr();
-  for (const auto& entry : entries_)  // idempotent, as GuardSet's add_* are
-    if (entry.kind == kind && entry.source->repr() == name) return;
-  entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length});
+  std::string key = std::to_string(static_cast<int>(kind)) + source->repr();
+  if (!keys_.insert(key).second) return;  // idempotent, as GuardSet's add_* are
+  entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length, std::move(key)});
+}
+
+void GuardLog::truncate(size_t length) {
+  while (entries_.size() > length) {
+    keys_.erase(entries_.back().key);
+    entries_.pop_back();
+  }
 }
 
 void GuardLog::apply(guards::GuardSet& set) const {

@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "guards/guard_set.h"
@@ -20,7 +21,7 @@ class GuardLog {
 
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
   size_t size() const { return entries_.size(); }
-  void truncate(size_t length) { if (length < entries_.size()) entries_.resize(length); }
+  void truncate(size_t length);
   void apply(guards::GuardSet& set) const;
   // One readable line per guard: "L['x'] TENSOR_MATCH", for tests and logs.
   std::vector<std::string> describe() const;
@@ -31,8 +32,10 @@ class GuardLog {
     guards::SourcePtr source;
     py::Ref<> object;
     Py_ssize_t length;
+    std::string key;  // kind and source name, for de-duplication
   };
   std::vector<Entry> entries_;
+  std::unordered_set<std::string> keys_;
 };
 
 }  // namespace bytegraph::trace

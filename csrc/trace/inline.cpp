@@ -9,18 +9,12 @@ namespace {
 
 constexpr int kMaxInlineDepth = 64;
 
-int int_attr(PyObject* object, const char* name) {
-  py::Ref<> value = check(PyObject_GetAttrString(object, name));
-  return static_cast<int>(PyLong_AsLong(value.get()));
-}
-
 void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, const Args& args,
                     const KwArgs& kwargs, Args& locals) {
-  PyObject* code = info.code.get();
-  int argcount = int_attr(code, "co_argcount");
-  int posonly = int_attr(code, "co_posonlyargcount");
-  int kwonly = int_attr(code, "co_kwonlyargcount");
-  int flags = int_attr(code, "co_flags");
+  int argcount = info.argcount;
+  int posonly = info.posonlyargcount;
+  int kwonly = info.kwonlyargcount;
+  int flags = info.flags;
   const auto& names = info.localsplus_names;
   int slot = argcount + kwonly;
   int varargs_slot = (flags & CO_VARARGS) ? slot++ : -1;
@@ -68,8 +62,7 @@ void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, con
 ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs) {
   if (inline_depth_ >= kMaxInlineDepth) unsupported("recursion_limit", "inlining deeper than 64 calls");
   CodeInfo& info = code_info(function.code.get());
-  int flags = int_attr(info.code.get(), "co_flags");
-  if (flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+  if (info.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
     unsupported("generator", "calling the generator or coroutine function " + function.name);
   FrameState child;
   child.code = &info;

@@ -91,6 +91,11 @@ CodeInfo& Tracer::code_info(PyObject* code) {
     info->localsplus_names.push_back(free);
     info->is_cell.push_back(false);
   }
+  auto* raw = reinterpret_cast<PyCodeObject*>(code);
+  info->argcount = raw->co_argcount;
+  info->posonlyargcount = raw->co_posonlyargcount;
+  info->kwonlyargcount = raw->co_kwonlyargcount;
+  info->flags = raw->co_flags;
   info->filename = utf8_attr(code, "co_filename");
   info->name = utf8_attr(code, "co_name");
   CodeInfo& result = *info;
@@ -98,7 +103,7 @@ CodeInfo& Tracer::code_info(PyObject* code) {
   return result;
 }
 
-graph::UserLocation Tracer::location() const {
+graph::UserLocation Tracer::location() {
   graph::UserLocation where;
   if (frames.empty()) return where;
   const FrameState& frame = *frames.back();
@@ -106,9 +111,15 @@ graph::UserLocation Tracer::location() const {
   where.function = frame.code->name;
   if (frame.current != nullptr) where.lineno = frame.current->positions.lineno;
   if (where.lineno > 0) {
-    py::Ref<> line = check(PyObject_CallFunction(bridge.linecache_getline.get(), "si",
-                                                 where.filename.c_str(), where.lineno));
-    if (const char* text = PyUnicode_AsUTF8(line.get())) where.code_line = text;
+    std::string key = where.filename + ":" + std::to_string(where.lineno);
+    auto found = source_lines_.find(key);
+    if (found == source_lines_.end()) {
+      py::Ref<> line = check(PyObject_CallFunction(bridge.linecache_getline.get(), "si",
+                                                   where.filename.c_str(), where.lineno));
+      const char* text = PyUnicode_AsUTF8(line.get());
+      found = source_lines_.emplace(key, text ? text : "").first;
+    }
+    where.code_line = found->second;
   }
   return where;
 }

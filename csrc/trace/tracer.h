@@ -26,6 +26,7 @@ struct CodeInfo {
   std::vector<bool> is_cell;
   int nvarnames = 0;
   int nfree = 0;
+  int argcount = 0, posonlyargcount = 0, kwonlyargcount = 0, flags = 0;
   std::string filename, name;
 };
 
@@ -87,7 +88,7 @@ class Tracer {
   // Inlines a user function: runs its bytecode in a child frame sharing this trace.
   ValuePtr inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs);
 
-  graph::UserLocation location() const;
+  graph::UserLocation location();
   PyObject* fake_of(int node) { return graph.node(node).fake.get(); }
   std::string describe_fake(int node);
 
@@ -114,6 +115,7 @@ class Tracer {
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;
   std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;
+  std::unordered_map<std::string, std::string> source_lines_;  // "file:line" -> text
   int inline_depth_ = 0;
 };
 
