@@ -3,6 +3,9 @@
 
 #include <memory>
 
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
 #include "frame/cache_entry.h"
 #include "frame/code_cache.h"
 #include "frame/eval_hook.h"
@@ -122,6 +125,25 @@ void bind_frame(nb::module_& m) {
   sub.def("hook_installed", &frame::hook_installed);
   sub.def("set_raise_on_compile_error", &frame::set_raise_on_compile_error, nb::arg("raise_"));
   sub.def("raise_on_compile_error", &frame::raise_on_compile_error);
+  sub.def("current_miss_reasons", []() {
+    // Why each existing entry of the frame being compiled rejected it (first failing guard),
+    // for recompile logs and guard_fail_fn. Empty outside a compile.
+    std::vector<std::string> reasons;
+    const frame::FrameView* view = frame::current_frame_view();
+    if (view == nullptr) return reasons;
+    CodeCache* cache = CodeCache::find(view->code());
+    if (cache == nullptr) return reasons;
+    for (const auto& entry : cache->entries()) {
+      if (entry->guards) reasons.push_back(entry->guards->explain_failure(view->values()));
+    }
+    return reasons;
+  }, "Why each cache entry of the frame being compiled on this thread did not match.");
+  sub.def("set_propagated_error_type", [](nb::handle type) {
+    if (!type.is_none() && !PyExceptionClass_Check(type.ptr())) {
+      throw PythonError::make(PyExc_TypeError, "set_propagated_error_type needs an exception class or None");
+    }
+    frame::set_propagated_error_type(type.is_none() ? nullptr : type.ptr());
+  }, nb::arg("type").none());
   sub.def("stats", &stats);
   sub.def("reset_stats", &frame::reset_hook_stats);
 }

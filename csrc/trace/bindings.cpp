@@ -3,6 +3,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "guards/python_handles.h"
 #include "python/errors.h"
 #include "trace/trace.h"
 
@@ -47,6 +48,15 @@ void bind_trace(nb::module_& m) {
       .def_prop_ro("example_inputs", [](const trace::TraceResult& r) { return borrow(r.example_inputs); })
       .def_prop_ro("output", [](const trace::TraceResult& r) { return borrow(r.output); })
       .def_prop_ro("guards", [](const trace::TraceResult& r) { return r.guards; })
+      .def_prop_ro("sources",
+                   [](const trace::TraceResult& r) {
+                     nb::dict by_name;
+                     for (const auto& source : r.sources) by_name[nb::cast(source->repr())] = nb::cast(PySource{source});
+                     return by_name;
+                   },
+                   "{source name: guards.Source} for the inputs and the returned sources")
+      .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
+           "A new guard tree for everything the trace relied on.")
       .def_prop_ro("graph_break", [](const trace::TraceResult& r) { return break_info(r.graph_break); });
 
   trace.def(

@@ -42,7 +42,8 @@ int output_index(std::vector<int>& outputs, int node) {
   return static_cast<int>(outputs.size()) - 1;
 }
 
-py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int>& outputs) {
+py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int>& outputs,
+                          std::vector<guards::SourcePtr>& sources) {
   const Bridge& bridge = tracer.bridge;
   if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
     py::Ref<> index = check(PyLong_FromLong(output_index(outputs, tensor->node())));
@@ -52,16 +53,17 @@ py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
     for (size_t i = 0; i < seq->items.size(); ++i)
-      PyList_SET_ITEM(list.get(), i, describe_output(tracer, seq->items[i], outputs).release());
+      PyList_SET_ITEM(list.get(), i, describe_output(tracer, seq->items[i], outputs, sources).release());
     return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
   }
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
     py::Ref<> result = check(PyDict_New());
     for (size_t i = 0; i < dict->keys.size(); ++i)
-      check_status(PyDict_SetItem(result.get(), dict->keys[i].get(), describe_output(tracer, dict->values[i], outputs).get()));
+      check_status(PyDict_SetItem(result.get(), dict->keys[i].get(), describe_output(tracer, dict->values[i], outputs, sources).get()));
     return result;
   }
   if (value->source()) {
+    sources.push_back(value->source());
     py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
     return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
   }
@@ -96,7 +98,7 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs)
   TraceResult trace_result;
   std::vector<int> outputs;
   if (result) {
-    trace_result.output = describe_output(tracer, result, outputs);
+    trace_result.output = describe_output(tracer, result, outputs, trace_result.sources);
   } else {
     trace_result.graph_break = std::move(break_info);
     trace_result.output = py::Ref<>::newref(Py_None);
@@ -106,6 +108,7 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs)
   trace_result.example_inputs = check(PyList_New(0));
   for (const auto& input : tracer.inputs) {
     trace_result.inputs.push_back(input.source);
+    trace_result.sources.push_back(input.value->source());
     check_status(PyList_Append(trace_result.example_inputs.get(), input.real.get()));
   }
   trace_result.guard_set = std::make_shared<guards::GuardSet>();

@@ -19,6 +19,8 @@ struct TraceResult {
   // module parameters and buffers are get_attr nodes on the GraphModule's root.
   py::Ref<> graph_module;
   std::vector<std::string> inputs;
+  // The sources behind `inputs` and behind the Source(name) leaves of `output`, for codegen.
+  std::vector<guards::SourcePtr> sources;
   py::Ref<> example_inputs;  // list of the real tensors, in placeholder order
   // How to rebuild the return value from the graph's outputs: a tree of tuple/list/dict
   // whose leaves are bridge GraphOutput(i), Constant(obj) or Source(name). None after a break.
