@@ -11,13 +11,49 @@ Until the tracer is wired in, `FrameConverter.convert` declines every frame, so 
 functions behave exactly like the originals. The tracer plugs in at `convert`.
 """
 
+import itertools
+import linecache
 import logging
 import os
+import sysconfig
 
-from bytegraph import config
+import torch
+
+from bytegraph import backends, config
+from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
+from bytegraph.exc import GraphBreakError
 
 log = logging.getLogger("bytegraph")
+graph_break_log = logging.getLogger("bytegraph.graph_breaks")
+recompile_log = logging.getLogger("bytegraph.recompiles")
+graph_log = logging.getLogger("bytegraph.graph")
+guard_log = logging.getLogger("bytegraph.guards")
+
+_graph_ids = itertools.count()
+
+_VARARGS = 0x04
+_VARKEYWORDS = 0x08
+
+# Code that is never captured: the standard library and torch's own Python (they run as
+# they are, as under torch.compile), except forward() of torch.nn modules, so that
+# compiling a torch.nn module itself captures its computation.
+_STDLIB_DIRS = tuple(
+    os.path.join(os.path.realpath(p), "") for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
+)
+_TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
+_TORCH_NN_MODULES_DIR = os.path.join(_TORCH_DIR, "nn", "modules", "")
+
+_GRAPH_BREAK_HINTS = {
+    "data_dependent_branch": "the branch depends on a tensor's value; compute both sides with "
+    "torch.where, or move the branch out of the compiled region",
+    "explicit_graph_break": "remove bytegraph.graph_break() to capture one graph",
+    "unsupported_opcode": "this bytecode instruction is not captured yet; move the construct out "
+    "of the compiled function",
+    "side_effect": "the function mutates state that outlives the call; return the new value instead",
+    "data_dependent_op": "the operation's output depends on tensor values (e.g. .item(), nonzero); "
+    "keep it out of the compiled function",
+}
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -69,6 +105,7 @@ class FrameConverter:
         self.dynamic = dynamic
         self.guard_export_fn = guard_export_fn
         self.guard_fail_fn = guard_fail_fn
+        self.compile_count = 0
 
     def __call__(self, frame_info):
         code = frame_info.f_code
@@ -86,10 +123,64 @@ class FrameConverter:
             return None
 
     def convert(self, frame_info):
-        """Capture this frame: return replacement code (and guards), or None to run it as is.
+        """Capture this frame: return (code, guards, keepalive), or None to run it as is."""
+        code = frame_info.f_code
+        if not _capturable(code):
+            _never_offer_again(code)
+            return None
+        if not self._within_cache_limit(code):
+            return None
+        misses = _report_recompile(code, self.guard_fail_fn)
+        args, kwargs = call_arguments(code, frame_info.f_locals)
+        try:
+            result = _C.trace.trace(frame_info.function, args, kwargs)
+        except _C.Unsupported as error:
+            return self._on_graph_break(code, error)
+        self.compile_count += 1
+        graph_name = f"__compiled_fn_{next(_graph_ids)}"
+        gm = result.graph_module
+        compiled = None
+        if _count_calls(gm) > 0:
+            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+        elif not misses and not result.inputs:
+            # Nothing to capture (no tensor work): running the frame as is costs less than guards.
+            _never_offer_again(code)
+            return None
+        new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
+                                                  compiled, result.output, result.sources)
+        _frame_module().mark_own_code(new_code)
+        guard_lines = list(result.guards)
+        _log_compiled(code, graph_name, gm, guard_lines)
+        if self.guard_export_fn is not None:
+            self.guard_export_fn(guard_lines)
+        return new_code, result.build_guards(), (compiled, gm, graph_name)
 
-        Nothing is captured yet: the symbolic interpreter is wired in here.
-        """
+    def _within_cache_limit(self, code):
+        entries = len(_frame_module().cache_entries(code))
+        if entries < config.cache_size_limit:
+            return True
+        log.warning(
+            "bytegraph: %s (%s:%d) reached config.cache_size_limit (%d) recompilations; "
+            "it runs eagerly from now on. Last reason: %s",
+            code.co_qualname, code.co_filename, code.co_firstlineno, config.cache_size_limit,
+            "; ".join(r for r in _C.frame.current_miss_reasons() if r) or "unknown",
+        )
+        _never_offer_again(code)
+        return False
+
+    def _on_graph_break(self, code, error):
+        kind = getattr(error, "kind", "unsupported")
+        message = getattr(error, "message", str(error))
+        user_stack = list(getattr(error, "user_stack", []) or [])
+        if self.fullgraph:
+            raise graph_break_error(kind, message, user_stack, code) from None
+        graph_break_log.info(
+            "Graph break in %s (%s): %s\n%s", code.co_qualname, kind, message,
+            "\n".join(f"  {line}" for line in user_stack),
+        )
+        # Until frames are split at breaks, a frame that breaks runs as it is (its callees
+        # are still offered to the hook, and captured on their own).
+        _never_offer_again(code)
         return None
 
     def __repr__(self):
@@ -97,6 +188,75 @@ class FrameConverter:
             f"FrameConverter(backend={self.compiler_fn!r}, fullgraph={self.fullgraph}, "
             f"dynamic={self.dynamic})"
         )
+
+
+def _frame_module():
+    return frame_hook()
+
+
+def _capturable(code):
+    path = os.path.realpath(code.co_filename)
+    if path.startswith(_STDLIB_DIRS) and "site-packages" not in path:
+        return False
+    if path.startswith(_TORCH_DIR):
+        return path.startswith(_TORCH_NN_MODULES_DIR) and code.co_name == "forward"
+    return True
+
+
+def call_arguments(code, f_locals):
+    """The (args, kwargs) that re-create a frame's argument slots in a call."""
+    names = code.co_varnames
+    positional = code.co_argcount
+    keyword_only = code.co_kwonlyargcount
+    args = [f_locals[name] for name in names[:positional]]
+    kwargs = {name: f_locals[name] for name in names[positional:positional + keyword_only]}
+    slot = positional + keyword_only
+    if code.co_flags & _VARARGS:
+        args.extend(f_locals[names[slot]])
+        slot += 1
+    if code.co_flags & _VARKEYWORDS:
+        kwargs.update(f_locals[names[slot]])
+    return tuple(args), kwargs
+
+
+def _count_calls(gm):
+    return sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+
+
+def _report_recompile(code, guard_fail_fn):
+    """Logs why the existing entries did not match (a recompile); returns those reasons."""
+    reasons = [r for r in _C.frame.current_miss_reasons() if r]
+    if reasons:
+        recompile_log.info(
+            "Recompiling function %s in %s:%d, triggered by the guard failure(s):\n%s",
+            code.co_qualname, code.co_filename, code.co_firstlineno,
+            "\n".join(f"  - {r}" for r in reasons),
+        )
+        if guard_fail_fn is not None:
+            guard_fail_fn(reasons[0])
+    return reasons
+
+
+def _log_compiled(code, graph_name, gm, guard_lines):
+    if graph_log.isEnabledFor(logging.INFO):
+        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, gm.print_readable(print_output=False))
+    if guard_log.isEnabledFor(logging.INFO):
+        guard_log.info("GUARDS %s\n%s", code.co_qualname, "\n".join(guard_lines))
+
+
+def graph_break_error(kind, message, user_stack, code):
+    """The fullgraph error for a break, pointing at the user's line."""
+    filename, lineno = code.co_filename, code.co_firstlineno
+    if user_stack:
+        location = user_stack[-1].split(" in ")[0]
+        file_part, _, line_part = location.rpartition(":")
+        if line_part.isdigit():
+            filename, lineno = file_part, int(line_part)
+    source_line = linecache.getline(filename, lineno)
+    return GraphBreakError(
+        kind, message, user_stack, filename=filename, lineno=lineno, source_line=source_line,
+        hint=_GRAPH_BREAK_HINTS.get(kind, "move the unsupported code out of the compiled function"),
+    )
 
 
 def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None):

@@ -23,6 +23,12 @@ from bytegraph._extension import _C
 
 _frame = _C.frame
 
+# Errors meant for the user (a backend that raised, a break under fullgraph=True) reach the
+# caller; any other compile failure falls back to running the frame unmodified.
+from bytegraph.exc import BytegraphError  # noqa: E402
+
+_frame.set_propagated_error_type(BytegraphError)
+
 Callback = Callable[[Any], Any]
 
 __all__ = [

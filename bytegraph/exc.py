@@ -40,3 +40,24 @@ class BackendCompilerFailed(BytegraphError):
             f"backend {backend_name!r} failed to compile graph {graph_name!r}: "
             f"{type(inner_exception).__name__}: {inner_exception}"
         )
+
+
+class GraphBreakError(BytegraphError, Unsupported):
+    """A graph break where none is allowed (`fullgraph=True` / `nopython=True`).
+
+    Carries the break's `kind`, `reason`, the user's `filename`, `lineno` and `source_line`,
+    and the `user_stack` ("file:line in function", outermost first).
+    """
+
+    def __init__(self, kind, reason, user_stack, filename=None, lineno=None, source_line="", hint=""):
+        self.kind = kind
+        self.reason = reason
+        self.user_stack = list(user_stack)
+        self.filename = filename
+        self.lineno = lineno
+        self.source_line = source_line
+        self.hint = hint
+        where = f'\n  File "{filename}", line {lineno}' if filename else ""
+        code = f"\n    {source_line.strip()}" if source_line.strip() else ""
+        tip = f"\nHint: {hint}" if hint else ""
+        super().__init__(f"graph break under fullgraph=True ({kind}): {reason}{where}{code}{tip}")

@@ -13,5 +13,6 @@ void bind_bytecode(nb::module_& m);
 void bind_frame(nb::module_& m);
 void bind_guards(nb::module_& m);
 void bind_trace(nb::module_& m);
+void bind_codegen(nb::module_& m);
 
 }  // namespace bytegraph

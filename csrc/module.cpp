@@ -23,4 +23,5 @@ NB_MODULE(_C, m) {
   bytegraph::bind_frame(m);
   bytegraph::bind_guards(m);
   bytegraph::bind_trace(m);
+  bytegraph::bind_codegen(m);
 }

@@ -156,15 +156,6 @@ def test_config_disable_turns_compile_into_a_no_op():
         assert bytegraph.optimize("eager")(add_one) is add_one
 
 
-def test_frame_converter_declines_frames_until_the_tracer_is_wired_in():
-    converter = _convert_frame.make_callback(CompileCounter(), fullgraph=False)
-
-    class FrameInfo:
-        f_code = add_one.__code__
-
-    assert converter(FrameInfo()) is None
-
-
 def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     assert _convert_frame.is_internal_code(bytegraph.api.compile.__code__)
     assert _convert_frame.is_internal_code(eval_frame.call_with_callback.__code__)
@@ -173,11 +164,8 @@ def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     class InternalFrame:
         f_code = eval_frame.call_with_callback.__code__
 
-    class UserFrame:
-        f_code = add_one.__code__
-
     converter = _convert_frame.make_callback(CompileCounter())
-    assert converter(InternalFrame()) is None and converter(UserFrame()) is None
+    assert converter(InternalFrame()) is None
     assert hook.skipped == [eval_frame.call_with_callback.__code__]
 
 

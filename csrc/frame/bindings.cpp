@@ -3,11 +3,15 @@
 
 #include <memory>
 
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
 #include "frame/cache_entry.h"
 #include "frame/code_cache.h"
 #include "frame/eval_hook.h"
 #include "frame/python_compiler.h"
 #include "frame/thread_state.h"
+#include "guards/python_handles.h"
 #include "python/errors.h"
 
 namespace bytegraph {
@@ -65,10 +69,7 @@ void add_entry(nb::handle function, nb::handle code, nb::handle guard_fn, nb::ha
     throw PythonError::make(PyExc_TypeError, "bytegraph: add_entry needs a function object");
   }
   auto* original = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(function.ptr()));
-  std::unique_ptr<guards::GuardTree> guards;
-  if (!guard_fn.is_none()) {
-    guards = std::make_unique<frame::PythonGuardTree>(py::Ref<>::newref(guard_fn.ptr()), original);
-  }
+  std::unique_ptr<guards::GuardTree> guards = frame::guard_tree_from_python(guard_fn.ptr(), original);
   auto entry = frame::make_cache_entry(
       original, function.ptr(), py::Ref<>::newref(reinterpret_cast<PyObject*>(as_code(code))), std::move(guards),
       keepalive.is_none() ? py::Ref<>() : py::Ref<>::newref(keepalive.ptr()));
@@ -88,6 +89,12 @@ nb::dict stats() {
 }  // namespace
 
 void bind_frame(nb::module_& m) {
+  frame::register_guard_object_converter([](PyObject* object) -> std::unique_ptr<guards::GuardTree> {
+    PyGuardTree* handle = nullptr;
+    if (!nb::try_cast(nb::handle(object), handle) || handle == nullptr) return nullptr;
+    if (!handle->tree) throw std::invalid_argument("this GuardTree is already used by a cache entry");
+    return std::move(handle->tree);
+  });
   frame::init_code_cache();
   nb::module_ sub = m.def_submodule("frame", "PEP 523 frame hook and per-code cache");
   sub.def("set_callback", &set_callback, nb::arg("callback").none(),
@@ -118,6 +125,25 @@ void bind_frame(nb::module_& m) {
   sub.def("hook_installed", &frame::hook_installed);
   sub.def("set_raise_on_compile_error", &frame::set_raise_on_compile_error, nb::arg("raise_"));
   sub.def("raise_on_compile_error", &frame::raise_on_compile_error);
+  sub.def("current_miss_reasons", []() {
+    // Why each existing entry of the frame being compiled rejected it (first failing guard),
+    // for recompile logs and guard_fail_fn. Empty outside a compile.
+    std::vector<std::string> reasons;
+    const frame::FrameView* view = frame::current_frame_view();
+    if (view == nullptr) return reasons;
+    CodeCache* cache = CodeCache::find(view->code());
+    if (cache == nullptr) return reasons;
+    for (const auto& entry : cache->entries()) {
+      if (entry->guards) reasons.push_back(entry->guards->explain_failure(view->values()));
+    }
+    return reasons;
+  }, "Why each cache entry of the frame being compiled on this thread did not match.");
+  sub.def("set_propagated_error_type", [](nb::handle type) {
+    if (!type.is_none() && !PyExceptionClass_Check(type.ptr())) {
+      throw PythonError::make(PyExc_TypeError, "set_propagated_error_type needs an exception class or None");
+    }
+    frame::set_propagated_error_type(type.is_none() ? nullptr : type.ptr());
+  }, nb::arg("type").none());
   sub.def("stats", &stats);
   sub.def("reset_stats", &frame::reset_hook_stats);
 }

@@ -20,6 +20,9 @@ py::shim::EvalFrameFunction g_previous_eval = nullptr;
 PyInterpreterState* g_interpreter = nullptr;
 bool g_installed = false;
 bool g_raise_on_compile_error = false;
+// Errors meant for the user (a backend that raised, a break under fullgraph) are raised from
+// the call instead of falling back: instances of this type (owned; null: none).
+PyObject* g_propagated_error_type = nullptr;
 HookStats g_stats;
 
 PyObject* evaluate_default(PyThreadState* tstate, InterpreterFrame* frame, int throw_flag) {
@@ -84,6 +87,7 @@ void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) noexcept
   g_stats.compile_failures++;
   set_python_error_from_current_exception();
   if (g_raise_on_compile_error) return;
+  if (g_propagated_error_type != nullptr && PyErr_ExceptionMatches(g_propagated_error_type)) return;
   PythonError error = PythonError::fetch();
   HookSuspension hook_off(state);  // logging runs Python code
   try {
@@ -182,6 +186,11 @@ void uninstall_hook() {
 
 bool is_hook_installed() { return g_installed; }
 void set_raise_on_compile_error(bool raise) { g_raise_on_compile_error = raise; }
+
+void set_propagated_error_type(PyObject* type) {
+  Py_XINCREF(type);
+  Py_XSETREF(g_propagated_error_type, type);
+}
 bool raise_on_compile_error() { return g_raise_on_compile_error; }
 const HookStats& hook_stats() { return g_stats; }
 void reset_hook_stats() { g_stats = HookStats{}; }

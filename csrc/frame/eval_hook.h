@@ -10,6 +10,8 @@
 // Python error set when it falls back.
 #pragma once
 
+#include <Python.h>
+
 namespace bytegraph::frame {
 
 void install_hook();
@@ -18,6 +20,9 @@ bool is_hook_installed();
 
 // On a compile failure: false (default) logs, marks the code skipped and runs the frame
 // unmodified; true re-raises the error from the call instead.
+// Compile errors that are instances of `type` (an exception class, or null for none) reach
+// the caller instead of falling back to the unmodified frame.
+void set_propagated_error_type(PyObject* type /* borrowed */);
 void set_raise_on_compile_error(bool raise);
 bool raise_on_compile_error();
 

@@ -22,7 +22,23 @@ std::string repr_of(PyObject* object) {
       "keepalive]); got " + repr_of(result));
 }
 
+GuardObjectConverter guard_object_converter = nullptr;
+
 }  // namespace
+
+void register_guard_object_converter(GuardObjectConverter converter) { guard_object_converter = converter; }
+
+std::unique_ptr<guards::GuardTree> guard_tree_from_python(PyObject* guard, PyCodeObject* code) {
+  if (guard == Py_None) return nullptr;
+  if (guard_object_converter != nullptr) {
+    if (std::unique_ptr<guards::GuardTree> tree = guard_object_converter(guard)) return tree;
+  }
+  if (!PyCallable_Check(guard)) {
+    throw PythonError::make(PyExc_TypeError, "bytegraph: a guard must be a GuardTree, a callable or None; got " +
+                                                 repr_of(guard));
+  }
+  return std::make_unique<PythonGuardTree>(py::Ref<>::newref(guard), code);
+}
 
 std::optional<CompiledFrame> compiled_frame_from_python(PyObject* result, PyCodeObject* code) {
   if (result == Py_None) return std::nullopt;
@@ -36,13 +52,9 @@ std::optional<CompiledFrame> compiled_frame_from_python(PyObject* result, PyCode
   }
   PyObject* new_code = PyTuple_GET_ITEM(result, 0);  // borrowed
   PyObject* guard_fn = PyTuple_GET_ITEM(result, 1);  // borrowed
-  if (!PyCode_Check(new_code) || (guard_fn != Py_None && !PyCallable_Check(guard_fn))) {
-    bad_result(result);
-  }
+  if (!PyCode_Check(new_code)) bad_result(result);
   compiled.code = py::Ref<>::newref(new_code);
-  if (guard_fn != Py_None) {
-    compiled.guards = std::make_unique<PythonGuardTree>(py::Ref<>::newref(guard_fn), code);
-  }
+  compiled.guards = guard_tree_from_python(guard_fn, code);
   if (PyTuple_GET_SIZE(result) == 3) compiled.keepalive = py::Ref<>::newref(PyTuple_GET_ITEM(result, 2));
   return compiled;
 }

@@ -42,6 +42,17 @@ class PythonGuardTree : public guards::GuardTree {
   PyCodeObject* code_;  // borrowed
 };
 
+// How a callback's guard object becomes a C++ tree without a Python call per check: the
+// bindings register a converter for bytegraph._C.guards.GuardTree handles (the core cannot
+// see nanobind types). The converter returns null for objects it does not know.
+using GuardObjectConverter = std::unique_ptr<guards::GuardTree> (*)(PyObject* object);
+void register_guard_object_converter(GuardObjectConverter converter);
+
+// A guard tree for `code` from a callback's guard object: null for None, the tree of a
+// GuardTree handle (moved out of it), or a PythonGuardTree around a callable; TypeError
+// (as PythonError) otherwise.
+std::unique_ptr<guards::GuardTree> guard_tree_from_python(PyObject* guard, PyCodeObject* code /* borrowed */);
+
 // Turns a callback's result into a CompiledFrame (nullopt for None). Throws PythonError
 // (TypeError) for anything else.
 std::optional<CompiledFrame> compiled_frame_from_python(PyObject* result, PyCodeObject* code);

@@ -12,6 +12,7 @@
 
 #include "bindings.h"
 #include "guards/guard_set.h"
+#include "guards/python_handles.h"
 #include "guards/source.h"
 #include "python/errors.h"
 
@@ -25,13 +26,6 @@ using guards::GuardTree;
 using guards::Source;
 using guards::SourcePtr;
 
-// Python-side handles. Sources are shared and immutable; a tree is owned by its handle.
-struct PySource {
-  SourcePtr source;
-};
-struct PyGuardTree {
-  std::unique_ptr<GuardTree> tree;
-};
 
 PyObject* unbound_marker = nullptr;  // borrowed: kept alive by the module attribute UNBOUND
 
@@ -164,7 +158,7 @@ void bind_guard_tree(nb::module_& m) {
            [](const PyGuardTree& t, nb::handle locals, nb::handle globals, nb::handle builtins,
               nb::handle closure) {
              PyFrame frame(locals, globals, builtins, closure);
-             return t.tree->check(frame.values());
+             return t.get().check(frame.values());
            },
            nb::arg("locals"), nb::arg("globals") = nb::none(), nb::arg("builtins") = nb::none(),
            nb::arg("closure") = nb::none())
@@ -172,7 +166,7 @@ void bind_guard_tree(nb::module_& m) {
            [](const PyGuardTree& t, nb::handle locals, nb::handle globals, nb::handle builtins,
               nb::handle closure) {
              PyFrame frame(locals, globals, builtins, closure);
-             return t.tree->explain_failure(frame.values());
+             return t.get().explain_failure(frame.values());
            },
            nb::arg("locals"), nb::arg("globals") = nb::none(), nb::arg("builtins") = nb::none(),
            nb::arg("closure") = nb::none())
@@ -184,15 +178,15 @@ void bind_guard_tree(nb::module_& m) {
              PyFrame frame(locals, globals, builtins, closure);
              bool all_passed = true;
              auto start = std::chrono::steady_clock::now();
-             for (long i = 0; i < iterations; ++i) all_passed &= t.tree->check(frame.values());
+             for (long i = 0; i < iterations; ++i) all_passed &= t.get().check(frame.values());
              auto elapsed = std::chrono::steady_clock::now() - start;
              double ns = std::chrono::duration<double, std::nano>(elapsed).count();
              return std::make_pair(ns / static_cast<double>(std::max(iterations, 1L)), all_passed);
            },
            nb::arg("locals"), nb::arg("globals") = nb::none(), nb::arg("builtins") = nb::none(),
            nb::arg("closure") = nb::none(), nb::arg("iterations") = 100000)
-      .def("describe", [](const PyGuardTree& t) { return t.tree->describe(); })
-      .def("__len__", [](const PyGuardTree& t) { return t.tree->guard_count(); });
+      .def("describe", [](const PyGuardTree& t) { return t.get().describe(); })
+      .def("__len__", [](const PyGuardTree& t) { return t.get().guard_count(); });
 }
 
 }  // namespace

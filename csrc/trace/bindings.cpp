@@ -1,7 +1,93 @@
+// bytegraph._C.trace: the tracer, callable alone from Python for tests and tools.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
 #include "bindings.h"
+#include "guards/python_handles.h"
+#include "python/errors.h"
+#include "trace/trace.h"
 
 namespace bytegraph {
 
-void bind_trace(nb::module_& m) { m.def_submodule("trace"); }
+namespace {
+
+nb::object borrow(const py::Ref<>& ref) { return ref ? nb::borrow(ref.get()) : nb::none(); }
+
+// Raises bytegraph._C.Unsupported carrying `kind`, `message`, `user_stack` and, after a
+// rollback, `partial` (the TraceResult of everything before the break).
+[[noreturn]] void raise_unsupported(const std::string& kind, const std::string& message,
+                                    const std::vector<std::string>& user_stack, nb::object partial) {
+  nb::object type = nb::module_::import_("bytegraph._C").attr("Unsupported");
+  nb::object error = type(kind + ": " + message);
+  error.attr("kind") = kind;
+  error.attr("message") = message;
+  error.attr("user_stack") = nb::cast(user_stack);
+  error.attr("partial") = partial;
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw nb::python_error();
+}
+
+nb::object break_info(const std::optional<trace::BreakInfo>& info) {
+  if (!info) return nb::none();
+  nb::dict result;
+  result["kind"] = info->kind;
+  result["message"] = info->message;
+  result["offset"] = info->offset;
+  result["opname"] = info->opname;
+  result["user_stack"] = nb::cast(info->user_stack);
+  return result;
+}
+
+}  // namespace
+
+void bind_trace(nb::module_& m) {
+  nb::module_ trace = m.def_submodule("trace", "The symbolic interpreter");
+  nb::class_<trace::TraceResult>(trace, "TraceResult")
+      .def_prop_ro("graph_module", [](const trace::TraceResult& r) { return borrow(r.graph_module); })
+      .def_prop_ro("inputs", [](const trace::TraceResult& r) { return r.inputs; })
+      .def_prop_ro("example_inputs", [](const trace::TraceResult& r) { return borrow(r.example_inputs); })
+      .def_prop_ro("output", [](const trace::TraceResult& r) { return borrow(r.output); })
+      .def_prop_ro("guards", [](const trace::TraceResult& r) { return r.guards; })
+      .def_prop_ro("sources",
+                   [](const trace::TraceResult& r) {
+                     nb::dict by_name;
+                     for (const auto& source : r.sources) by_name[nb::cast(source->repr())] = nb::cast(PySource{source});
+                     return by_name;
+                   },
+                   "{source name: guards.Source} for the inputs and the returned sources")
+      .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
+           "A new guard tree for everything the trace relied on.")
+      .def_prop_ro("graph_break", [](const trace::TraceResult& r) { return break_info(r.graph_break); });
+
+  trace.def(
+      "trace",
+      [](nb::object fn, nb::tuple args, nb::dict kwargs, bool allow_graph_break) -> nb::object {
+        trace::TraceResult result;
+        try {
+          result = trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr());
+        } catch (const Unsupported& error) {
+          raise_unsupported(error.kind(), error.what(), {}, nb::none());
+        }
+        if (result.graph_break && !allow_graph_break) {
+          // The partial result travels as a plain namespace: exceptions outlive their
+          // handlers in tracebacks, and a plain object keeps no C++ state alive.
+          nb::object namespace_type = nb::module_::import_("types").attr("SimpleNamespace");
+          nb::object partial = namespace_type();
+          partial.attr("graph_module") = borrow(result.graph_module);
+          partial.attr("inputs") = nb::cast(result.inputs);
+          partial.attr("example_inputs") = borrow(result.example_inputs);
+          partial.attr("guards") = nb::cast(result.guards);
+          partial.attr("graph_break") = break_info(result.graph_break);
+          const trace::BreakInfo& info = *result.graph_break;
+          raise_unsupported(info.kind, info.message, info.user_stack, partial);
+        }
+        return nb::cast(std::move(result));
+      },
+      nb::arg("fn"), nb::arg("args") = nb::tuple(), nb::arg("kwargs") = nb::dict(),
+      nb::arg("allow_graph_break") = false,
+      "Traces fn(*args, **kwargs) symbolically. Raises bytegraph._C.Unsupported (with .kind, "
+      ".message, .user_stack and .partial, the result up to the break) where tracing stops, "
+      "unless allow_graph_break, in which case the result's graph_break describes the stop.");
+}
 
 }  // namespace bytegraph

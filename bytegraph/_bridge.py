@@ -1,0 +1,336 @@
+"""The torch bridge: every piece of torch knowledge the C++ core relies on.
+
+The tracer (csrc/trace) never imports torch itself. It calls the few functions here, through
+function objects it looks up once per process:
+
+- `Session(...)`: one fake-tensor mode per compile (static shapes for now).
+- `Session.fake_input(real)`: the fake twin of a real input tensor (memoised by the mode).
+- `Session.run_op(kind, target, args, kwargs)`: runs one recorded operation on fake values.
+- `build_graph_module(nodes, attrs)`: the one materialisation of a C++ graph into torch.fx.
+- `classify(obj)`: how the tracer should treat a Python object it reads.
+
+Errors that mean "this op's output depends on tensor data" are re-raised as
+`DataDependentOp`, which the C++ side turns into Unsupported("data_dependent_op").
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+import types
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
+
+
+class DataDependentOp(Exception):
+    """An operation whose result cannot be computed from tensor metadata alone."""
+
+
+class NodeRef:
+    """Marks a reference to graph node `index` inside a recorded node's args/kwargs."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self):
+        return f"NodeRef({self.index})"
+
+
+# How a traced function's return value is rebuilt from the graph's outputs: a tree of
+# tuples/lists/dicts whose leaves are one of these three.
+class GraphOutput:
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self):
+        return f"GraphOutput({self.index})"
+
+    def __eq__(self, other):
+        return isinstance(other, GraphOutput) and other.index == self.index
+
+
+class Constant:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"Constant({self.value!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Constant) and other.value == self.value
+
+
+class Source:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"Source({self.name})"
+
+    def __eq__(self, other):
+        return isinstance(other, Source) and other.name == self.name
+
+
+_DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
+
+
+class Session:
+    """Fake-tensor state for one compile."""
+
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self._module_state = {}  # id(module) -> (module, fake params and buffers)
+
+    def fake_input(self, real: torch.Tensor):
+        return self.mode.from_tensor(real, static_shapes=True)
+
+    def run_op(self, kind: str, target, args: tuple, kwargs: dict):
+        try:
+            with self.mode:
+                if kind == "call_function":
+                    return target(*args, **kwargs)
+                if kind == "call_method":
+                    return getattr(args[0], target)(*args[1:], **kwargs)
+                if kind == "call_module":
+                    return self._run_module(target, args, kwargs)
+        except _DATA_DEPENDENT as error:
+            raise DataDependentOp(f"{type(error).__name__}: {error}") from error
+        raise ValueError(f"bytegraph bridge: unknown op kind {kind!r}")
+
+    def _run_module(self, module: torch.nn.Module, args, kwargs):
+        entry = self._module_state.get(id(module))
+        if entry is None or entry[0] is not module:
+            state = {}
+            for name, tensor in module.named_parameters(recurse=True):
+                state[name] = self.fake_input(tensor)
+            for name, tensor in module.named_buffers(recurse=True):
+                state[name] = self.fake_input(tensor)
+            entry = (module, state)
+            self._module_state[id(module)] = entry
+        return torch.func.functional_call(module, entry[1], args, kwargs, tie_weights=False)
+
+
+# Kinds returned by classify(); the C++ side switches on these small ints' names.
+_CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+                   torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size,
+                   types.CodeType, range, slice)
+_FOLDABLE_MODULES = ("math", "operator", "_operator")
+
+
+def _is_torch_callable(obj) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    if module == "torch" or module.startswith("torch.") or module.startswith("torch._C"):
+        return True
+    # Some torch builtins (torch._C._nn.linear, torch.relu) report no module; look at __self__.
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, types.ModuleType):
+        name = owner.__name__
+        return name == "torch" or name.startswith("torch.")
+    return False
+
+
+def _is_leaf_module_class(cls) -> bool:
+    module = cls.__module__ or ""
+    if not module.startswith("torch.nn.modules"):
+        return False
+    return cls not in (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
+                       torch.nn.ParameterList, torch.nn.ParameterDict)
+
+
+def classify(obj) -> str:
+    """How the tracer wraps `obj`: one of the kind names below."""
+    if getattr(obj, "_bytegraph_graph_break", False) is True:
+        return "graph_break"
+    if isinstance(obj, torch.Tensor):
+        return "tensor"
+    if isinstance(obj, _CONSTANT_TYPES):
+        return "constant"
+    if isinstance(obj, torch.nn.Module):
+        return "leaf_module" if _is_leaf_module_class(type(obj)) else "module"
+    if isinstance(obj, tuple):
+        return "tuple"
+    if isinstance(obj, list):
+        return "list"
+    if isinstance(obj, dict):
+        return "dict"
+    if isinstance(obj, types.ModuleType):
+        return "python_module"
+    if isinstance(obj, types.FunctionType):
+        return "torch_function" if _is_torch_callable(obj) else "user_function"
+    if isinstance(obj, types.MethodType):
+        return "user_method" if isinstance(obj.__func__, types.FunctionType) else "unknown"
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        owner = getattr(obj, "__self__", None)
+        if owner is builtins:
+            return "builtin"
+        if _is_torch_callable(obj):
+            return "torch_function"
+        module = getattr(obj, "__module__", None)
+        if module in _FOLDABLE_MODULES or (isinstance(owner, types.ModuleType) and
+                                           owner.__name__ in _FOLDABLE_MODULES):
+            return "pure_function"
+        return "unknown"
+    if isinstance(obj, type):
+        if obj.__module__ == "builtins":
+            return "builtin"
+        return "class"
+    if callable(obj) and _is_torch_callable(obj):
+        return "torch_function"
+    return "unknown"
+
+
+def tensor_attribute_kind(name: str) -> str:
+    """`constant` for metadata read from the fake, `method` for Tensor methods, else `property`."""
+    if name in _TENSOR_CONSTANT_ATTRS:
+        return "constant"
+    attr = getattr(torch.Tensor, name, None)
+    if attr is None:
+        return "missing"
+    if callable(attr) and not isinstance(attr, property):
+        return "method"
+    return "property"
+
+
+_TENSOR_CONSTANT_ATTRS = frozenset({
+    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
+    "is_meta", "layout", "is_leaf", "is_mkldnn", "is_nested",
+})
+# Tensor methods whose result depends only on metadata: called on the fake, folded to constants.
+TENSOR_CONSTANT_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
+    "is_floating_point", "is_complex", "element_size", "get_device", "type",
+})
+
+
+def user_location(filename: str, lineno: int, name: str, line: str) -> str:
+    """A stack_trace string in the format FX's print_readable parses."""
+    return f'  File "{filename}", line {lineno}, in {name}\n    {line.strip()}\n'
+
+
+def _map_refs(value, nodes):
+    if isinstance(value, NodeRef):
+        return nodes[value.index]
+    if isinstance(value, tuple):
+        return tuple(_map_refs(item, nodes) for item in value)
+    if isinstance(value, list):
+        return [_map_refs(item, nodes) for item in value]
+    if isinstance(value, dict):
+        return {key: _map_refs(item, nodes) for key, item in value.items()}
+    if isinstance(value, slice):
+        return slice(_map_refs(value.start, nodes), _map_refs(value.stop, nodes),
+                     _map_refs(value.step, nodes))
+    return value
+
+
+def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list):
+    """Materialises the C++ graph: `nodes` are (op, target, args, kwargs, name, fake, stack_trace)
+    in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
+    objects; `outputs` is a tuple of NodeRefs; NodeRef(i) is the positions[i]-th node."""
+    root = torch.nn.Module()
+    for name, obj in attrs.items():
+        if isinstance(obj, torch.nn.Module):
+            root.add_module(name, obj)
+        elif isinstance(obj, torch.nn.Parameter):
+            root.register_parameter(name, obj)
+        elif isinstance(obj, torch.Tensor):
+            root.register_buffer(name, obj)
+        else:
+            setattr(root, name, obj)
+    graph = torch.fx.Graph()
+    created = []
+    for op, target, args, kwargs, name, fake, stack_trace in nodes:
+        fx_nodes = _Remap(created, positions)
+        args = _map_refs(args, fx_nodes)
+        kwargs = _map_refs(kwargs, fx_nodes)
+        node = graph.create_node(op, target, args, kwargs, name=name or None)
+        if fake is not None:
+            node.meta["example_value"] = fake
+        if stack_trace:
+            node.meta["stack_trace"] = stack_trace
+        created.append(node)
+    graph.output(_map_refs(tuple(outputs), _Remap(created, positions)))
+    return torch.fx.GraphModule(root, graph)
+
+
+class _Remap:
+    __slots__ = ("created", "positions")
+
+    def __init__(self, created, positions):
+        self.created = created
+        self.positions = positions
+
+    def __getitem__(self, index):
+        return self.created[self.positions[index]]
+
+
+def describe_fake(fake) -> str:
+    """`f32[2, 3]`: the short form used in value reprs."""
+    if isinstance(fake, torch.Tensor):
+        dtype = _DTYPE_ABBREVIATIONS.get(fake.dtype, str(fake.dtype).replace("torch.", ""))
+        return f"{dtype}[{', '.join(str(s) for s in fake.shape)}]"
+    return type(fake).__name__
+
+
+_DTYPE_ABBREVIATIONS = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "b8", torch.complex64: "c64", torch.complex128: "c128",
+}
+
+
+__all__ = ["Session", "NodeRef", "GraphOutput", "Constant", "Source", "DataDependentOp",
+           "classify", "tensor_attribute_kind", "build_graph_module", "user_location"]
+del math, operator
+
+
+def bind_arguments(fn, args: tuple, kwargs: dict):
+    """(function, {parameter: real value}) for calling `fn(*args, **kwargs)`: bound methods
+    and nn.Module instances are traced as their underlying function with `self` bound."""
+    import inspect
+
+    if isinstance(fn, torch.nn.Module):
+        args = (fn,) + tuple(args)
+        fn = type(fn).forward
+    elif isinstance(fn, types.MethodType):
+        args = (fn.__self__,) + tuple(args)
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"bytegraph can only trace Python functions, got {type(fn).__name__}")
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return fn, dict(bound.arguments)
+
+
+def rebuild_output(tree, graph_outputs, resolve_source=None):
+    """The traced function's return value from the graph's outputs and a trace's `output`
+    description; `resolve_source(name)` supplies Source leaves (e.g. from the frame)."""
+    if isinstance(tree, GraphOutput):
+        return graph_outputs[tree.index]
+    if isinstance(tree, Constant):
+        return tree.value
+    if isinstance(tree, Source):
+        if resolve_source is None:
+            raise ValueError(f"no value for source {tree.name}")
+        return resolve_source(tree.name)
+    if isinstance(tree, tuple):
+        return tuple(rebuild_output(item, graph_outputs, resolve_source) for item in tree)
+    if isinstance(tree, list):
+        return [rebuild_output(item, graph_outputs, resolve_source) for item in tree]
+    if isinstance(tree, dict):
+        return {key: rebuild_output(item, graph_outputs, resolve_source) for key, item in tree.items()}
+    raise TypeError(f"not an output description: {tree!r}")

@@ -1,0 +1,57 @@
+#include "codegen/source_loader.h"
+
+#include "bytegraph/opcodes_generated.h"
+#include "python/errors.h"
+
+namespace bytegraph::codegen {
+
+namespace {
+
+bool tuple_contains_name(PyObject* names /* borrowed tuple */, const std::string& name) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(names, i), name.c_str()) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCodeObject* code) {
+  using Kind = guards::Source::Kind;
+  switch (source.kind) {
+    case Kind::Local: {
+      // An argument that is also a cell variable holds its cell once MAKE_CELL has run.
+      py::Ref<> cellvars = check(PyCode_GetCellvars(code));
+      if (tuple_contains_name(cellvars.get(), source.name)) {
+        builder.load_deref(source.name);
+      } else {
+        builder.load_fast(source.name);
+      }
+      return;
+    }
+    case Kind::Closure:
+      builder.load_deref(source.name);
+      return;
+    case Kind::Global:
+    case Kind::Builtin:
+      builder.load_global(source.name, false);
+      return;
+    case Kind::Attr:
+      emit_load_source(builder, *source.base, code);
+      builder.load_attr(source.name);
+      return;
+    case Kind::Item:
+      emit_load_source(builder, *source.base, code);
+      builder.subscript_const(source.key.get());
+      return;
+    case Kind::Type:
+      builder.emit(bytecode::op::PUSH_NULL);
+      builder.load_const(reinterpret_cast<PyObject*>(&PyType_Type));
+      emit_load_source(builder, *source.base, code);
+      builder.call(1);
+      return;
+  }
+  throw InternalError("emit_load_source: unknown source kind");
+}
+
+}  // namespace bytegraph::codegen

@@ -1,0 +1,148 @@
+#include "graph/graph.h"
+
+#include <cctype>
+
+#include "python/errors.h"
+
+namespace bytegraph::graph {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Placeholder: return "placeholder";
+    case Op::GetAttr: return "get_attr";
+    case Op::CallFunction: return "call_function";
+    case Op::CallMethod: return "call_method";
+    case Op::CallModule: return "call_module";
+  }
+  return "?";
+}
+
+Graph::Graph(py::Ref<> node_ref_class) : node_ref_class_(std::move(node_ref_class)) {}
+
+Node& Graph::append(Op op, py::Ref<> target, py::Ref<> args, py::Ref<> kwargs, py::Ref<> fake,
+                    UserLocation location, std::string name) {
+  auto node = std::make_unique<Node>();
+  node->op = op;
+  node->index = static_cast<int>(nodes_.size());
+  node->target = std::move(target);
+  node->args = args ? std::move(args) : check(PyTuple_New(0));
+  node->kwargs = kwargs ? std::move(kwargs) : check(PyDict_New());
+  node->fake = std::move(fake);
+  node->location = std::move(location);
+  node->name = std::move(name);
+  py::Ref<> index = check(PyLong_FromLong(node->index));
+  node->ref = check(PyObject_CallOneArg(node_ref_class_.get(), index.get()));
+  nodes_.push_back(std::move(node));
+  return *nodes_.back();
+}
+
+void Graph::truncate(size_t length) {
+  if (length < nodes_.size()) nodes_.resize(length);
+  while (!attrs_.empty() && attrs_.back().graph_length > length) attrs_.pop_back();
+}
+
+std::string identifier_from(const std::string& text) {
+  std::string out;
+  std::string body = text;
+  // Drop the root of a source name: L['x'] -> x, G['w'] -> w, closure['k'] -> k.
+  for (const char* root : {"L[", "G[", "closure[", "builtins["}) {
+    std::string prefix(root);
+    if (body.rfind(prefix, 0) == 0) {
+      body = body.substr(prefix.size());
+      break;
+    }
+  }
+  for (char c : body) {
+    bool word = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (word) {
+      out.push_back(c);
+    } else if (!out.empty() && out.back() != '_') {
+      out.push_back('_');
+    }
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  if (out.empty()) out = "tensor";
+  if (std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+std::string Graph::unique_name(const std::string& hint) {
+  auto taken = [&](const std::string& candidate) {
+    for (const auto& node : nodes_)
+      if (node->name == candidate) return true;
+    for (const auto& attr : attrs_)
+      if (attr.name == candidate) return true;
+    return false;
+  };
+  if (!taken(hint)) return hint;
+  for (int i = 1;; ++i) {
+    std::string candidate = hint + "_" + std::to_string(i);
+    if (!taken(candidate)) return candidate;
+  }
+}
+
+std::string Graph::add_root_attr(const std::string& hint, PyObject* object) {
+  for (const auto& attr : attrs_)
+    if (attr.object.get() == object) return attr.name;
+  std::string name = unique_name(hint);
+  attrs_.push_back(RootAttr{name, py::Ref<>::newref(object), nodes_.size()});
+  return name;
+}
+
+namespace {
+
+py::Ref<> node_tuple(const Node& node) {
+  py::Ref<> stack_trace;
+  if (node.location.lineno > 0) {
+    std::string line = node.location.code_line;
+    size_t start = line.find_first_not_of(" \t");
+    line = start == std::string::npos ? "" : line.substr(start);
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    std::string text = "  File \"" + node.location.filename + "\", line " +
+                       std::to_string(node.location.lineno) + ", in " + node.location.function +
+                       "\n    " + line + "\n";
+    stack_trace = check(PyUnicode_FromString(text.c_str()));
+  } else {
+    stack_trace = py::Ref<>::newref(Py_None);
+  }
+  py::Ref<> name = node.name.empty() ? py::Ref<>::newref(Py_None)
+                                     : check(PyUnicode_FromString(node.name.c_str()));
+  py::Ref<> op = check(PyUnicode_FromString(op_name(node.op)));
+  PyObject* fake = node.fake ? node.fake.get() : Py_None;
+  return check(PyTuple_Pack(7, op.get(), node.target.get(), node.args.get(), node.kwargs.get(),
+                            name.get(), fake, stack_trace.get()));
+}
+
+}  // namespace
+
+py::Ref<> Graph::materialize(PyObject* build, const std::vector<int>& outputs) const {
+  // Placeholders first (FX turns them into forward's parameters), the rest in order; node
+  // references go by index, so the reordering does not disturb them.
+  py::Ref<> order = check(PyList_New(0));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& node : nodes_) {
+      if ((node->op == Op::Placeholder) != (pass == 0)) continue;
+      py::Ref<> item = node_tuple(*node);
+      check_status(PyList_Append(order.get(), item.get()));
+    }
+  }
+  // build_graph_module maps NodeRef(i) to the i-th created node, so pass the index mapping.
+  py::Ref<> positions = check(PyList_New(static_cast<Py_ssize_t>(nodes_.size())));
+  Py_ssize_t position = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& node : nodes_) {
+      if ((node->op == Op::Placeholder) != (pass == 0)) continue;
+      PyList_SET_ITEM(positions.get(), node->index, check(PyLong_FromSsize_t(position++)).release());
+    }
+  }
+  py::Ref<> attrs = check(PyDict_New());
+  for (const auto& attr : attrs_)
+    check_status(PyDict_SetItemString(attrs.get(), attr.name.c_str(), attr.object.get()));
+  py::Ref<> out = check(PyTuple_New(static_cast<Py_ssize_t>(outputs.size())));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    PyTuple_SET_ITEM(out.get(), i, py::Ref<>::newref(nodes_.at(outputs[i])->ref.get()).release());
+  return check(PyObject_CallFunctionObjArgs(build, order.get(), attrs.get(), out.get(),
+                                            positions.get(), nullptr));
+}
+
+}  // namespace bytegraph::graph

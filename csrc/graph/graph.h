@@ -1,0 +1,82 @@
+// The C++ graph IR: an append-only list of recorded operations with their fake values,
+// truncatable for rollback, materialised into a torch.fx.GraphModule by one bridge call.
+//
+// Node arguments are Python structures (tuples, lists, dicts, constants) in which references
+// to earlier nodes are the node's marker object (`Node::ref`, a bridge NodeRef). Keeping them
+// as Python objects means materialisation is a single pass in Python with no conversion.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/ref.h"
+
+namespace bytegraph::graph {
+
+enum class Op { Placeholder, GetAttr, CallFunction, CallMethod, CallModule };
+
+const char* op_name(Op op);
+
+// Where in the user's code a node was recorded.
+struct UserLocation {
+  std::string filename;
+  std::string function;
+  std::string code_line;
+  int lineno = -1;
+};
+
+struct Node {
+  Op op;
+  int index = 0;
+  py::Ref<> target;  // a callable (call_function), a method or attribute name (str)
+  py::Ref<> args;    // tuple
+  py::Ref<> kwargs;  // dict
+  py::Ref<> fake;    // the fake value (a FakeTensor or a structure of them), or null
+  py::Ref<> ref;     // this node's marker object, used inside later nodes' args
+  UserLocation location;
+  std::string name;  // a name hint (placeholders and get_attr); empty lets FX choose
+};
+
+class Graph {
+ public:
+  // `node_ref_class` builds the marker objects (bridge NodeRef).
+  explicit Graph(py::Ref<> node_ref_class);
+
+  Node& append(Op op, py::Ref<> target, py::Ref<> args, py::Ref<> kwargs, py::Ref<> fake,
+               UserLocation location, std::string name = {});
+  size_t size() const { return nodes_.size(); }
+  Node& node(size_t index) { return *nodes_[index]; }
+  const Node& node(size_t index) const { return *nodes_[index]; }
+  // Drops every node from `length` on (and root attributes registered after them).
+  void truncate(size_t length);
+
+  // Registers `object` (a module, parameter or tensor) as an attribute of the GraphModule
+  // root; returns its name. The same object registered twice keeps its first name.
+  std::string add_root_attr(const std::string& hint, PyObject* object);
+  size_t root_attr_count() const { return attrs_.size(); }
+
+  // Builds the torch.fx.GraphModule whose output is the tuple of `outputs` (node indices).
+  // `build` is the bridge's build_graph_module.
+  py::Ref<> materialize(PyObject* build, const std::vector<int>& outputs) const;
+
+  // Placeholder and get_attr names must be unique, valid identifiers.
+  std::string unique_name(const std::string& hint);
+
+ private:
+  struct RootAttr {
+    std::string name;
+    py::Ref<> object;
+    size_t graph_length;  // nodes when it was added, for truncation
+  };
+  py::Ref<> node_ref_class_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<RootAttr> attrs_;
+};
+
+// `L['self'].fc.weight` -> `self_fc_weight`: a readable Python identifier for a source name.
+std::string identifier_from(const std::string& text);
+
+}  // namespace bytegraph::graph

@@ -1,0 +1,66 @@
+#include "trace/bridge.h"
+
+#include <cstring>
+
+#include "python/errors.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+py::Ref<> attr(PyObject* module, const char* name) {
+  return check(PyObject_GetAttrString(module, name));
+}
+
+}  // namespace
+
+const Bridge& Bridge::get() {
+  // Leaked on purpose: the objects live as long as the interpreter, and tearing them down
+  // during finalisation would touch torch after it is gone.
+  static Bridge* bridge = [] {
+    auto* b = new Bridge();
+    py::Ref<> module = check(PyImport_ImportModule("bytegraph._bridge"));
+    b->session_class = attr(module.get(), "Session");
+    b->node_ref_class = attr(module.get(), "NodeRef");
+    b->graph_output_class = attr(module.get(), "GraphOutput");
+    b->constant_class = attr(module.get(), "Constant");
+    b->source_class = attr(module.get(), "Source");
+    b->data_dependent_error = attr(module.get(), "DataDependentOp");
+    b->classify = attr(module.get(), "classify");
+    b->tensor_attribute_kind = attr(module.get(), "tensor_attribute_kind");
+    b->tensor_constant_methods = attr(module.get(), "TENSOR_CONSTANT_METHODS");
+    b->build_graph_module = attr(module.get(), "build_graph_module");
+    b->describe_fake = attr(module.get(), "describe_fake");
+    py::Ref<> torch = check(PyImport_ImportModule("torch"));
+    b->tensor_type = attr(torch.get(), "Tensor");
+    py::Ref<> op = check(PyImport_ImportModule("operator"));
+    b->getitem = attr(op.get(), "getitem");
+    py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
+    b->getattr = attr(builtins.get(), "getattr");
+    py::Ref<> linecache = check(PyImport_ImportModule("linecache"));
+    b->linecache_getline = attr(linecache.get(), "getline");
+    return b;
+  }();
+  return *bridge;
+}
+
+ObjectKind classify(PyObject* object) {
+  py::Ref<> kind = check(PyObject_CallOneArg(Bridge::get().classify.get(), object));
+  const char* name = PyUnicode_AsUTF8(kind.get());
+  if (name == nullptr) throw_python_error();
+  static const std::pair<const char*, ObjectKind> table[] = {
+      {"constant", ObjectKind::Constant},         {"tensor", ObjectKind::Tensor},
+      {"module", ObjectKind::Module},             {"leaf_module", ObjectKind::LeafModule},
+      {"tuple", ObjectKind::Tuple},               {"list", ObjectKind::List},
+      {"dict", ObjectKind::Dict},                 {"python_module", ObjectKind::PythonModule},
+      {"user_function", ObjectKind::UserFunction}, {"user_method", ObjectKind::UserMethod},
+      {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},
+      {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
+      {"graph_break", ObjectKind::GraphBreak},
+  };
+  for (const auto& [text, value] : table)
+    if (std::strcmp(text, name) == 0) return value;
+  return ObjectKind::Unknown;
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,41 @@
+// The C++ side of bytegraph/_bridge.py: its function objects, looked up once per process
+// (tracing calls them per op, so no attribute lookups on the hot path).
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+
+#include "python/ref.h"
+
+namespace bytegraph::trace {
+
+struct Bridge {
+  py::Ref<> session_class;
+  py::Ref<> node_ref_class;
+  py::Ref<> graph_output_class;
+  py::Ref<> constant_class;
+  py::Ref<> source_class;
+  py::Ref<> data_dependent_error;
+  py::Ref<> classify;
+  py::Ref<> tensor_attribute_kind;
+  py::Ref<> tensor_constant_methods;  // frozenset of names
+  py::Ref<> build_graph_module;
+  py::Ref<> describe_fake;
+  py::Ref<> tensor_type;     // torch.Tensor
+  py::Ref<> getitem;         // operator.getitem
+  py::Ref<> getattr;         // builtins.getattr
+  py::Ref<> linecache_getline;
+
+  // The process-wide instance (imports the bridge on first use; kept for the process life).
+  static const Bridge& get();
+};
+
+// The kinds classify() returns, as an enum.
+enum class ObjectKind {
+  Constant, Tensor, Module, LeafModule, Tuple, List, Dict, PythonModule, UserFunction,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, Unknown,
+};
+ObjectKind classify(PyObject* object);
+
+}  // namespace bytegraph::trace

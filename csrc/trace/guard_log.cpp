@@ -1,0 +1,52 @@
+#include "trace/guard_log.h"
+
+#include "trace/value.h"
+
+namespace bytegraph::trace {
+
+void GuardLog::add(Kind kind, const guards::SourcePtr& source, PyObject* object, Py_ssize_t length) {
+  if (!source) return;  // values made during the trace need no guard
+  std::string key = std::to_string(static_cast<int>(kind)) + source->repr();
+  if (!keys_.insert(key).second) return;  // idempotent, as GuardSet's add_* are
+  entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length, std::move(key)});
+}
+
+void GuardLog::truncate(size_t length) {
+  while (entries_.size() > length) {
+    keys_.erase(entries_.back().key);
+    entries_.pop_back();
+  }
+}
+
+void GuardLog::apply(guards::GuardSet& set) const {
+  for (const auto& e : entries_) {
+    switch (e.kind) {
+      case Kind::Type: set.add_type_match(e.source, (PyTypeObject*)e.object.get()); break;
+      case Kind::Id: set.add_id_match(e.source, e.object.get()); break;
+      case Kind::Equals: set.add_equals_match(e.source, e.object.get()); break;
+      case Kind::Tensor: set.add_tensor_match(e.source, e.object.get()); break;
+      case Kind::Length: set.add_length_match(e.source, e.length); break;
+      case Kind::DictKeys: set.add_dict_keys_match(e.source, e.object.get()); break;
+      case Kind::None: set.add_none_match(e.source, e.length != 0); break;
+    }
+  }
+}
+
+std::vector<std::string> GuardLog::describe() const {
+  std::vector<std::string> lines;
+  for (const auto& e : entries_) {
+    std::string name = e.source->repr();
+    switch (e.kind) {
+      case Kind::Type: lines.push_back(name + " TYPE_MATCH"); break;
+      case Kind::Id: lines.push_back(name + " ID_MATCH"); break;
+      case Kind::Equals: lines.push_back(name + " EQUALS_MATCH " + py_repr(e.object.get())); break;
+      case Kind::Tensor: lines.push_back(name + " TENSOR_MATCH"); break;
+      case Kind::Length: lines.push_back(name + " LENGTH_MATCH " + std::to_string(e.length)); break;
+      case Kind::DictKeys: lines.push_back(name + " DICT_KEYS_MATCH " + py_repr(e.object.get())); break;
+      case Kind::None: lines.push_back(name + (e.length ? " IS_NONE" : " IS_NOT_NONE")); break;
+    }
+  }
+  return lines;
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,41 @@
+// The guards a trace relied on, in the order it read values. Kept by the tracer (not pushed
+// straight into a GuardSet) so that a rollback can drop the guards of an abandoned
+// instruction; applied to a guards::GuardSet once the trace is done.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "guards/guard_set.h"
+#include "guards/source.h"
+#include "python/ref.h"
+
+namespace bytegraph::trace {
+
+class GuardLog {
+ public:
+  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None };
+
+  void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
+  size_t size() const { return entries_.size(); }
+  void truncate(size_t length);
+  void apply(guards::GuardSet& set) const;
+  // One readable line per guard: "L['x'] TENSOR_MATCH", for tests and logs.
+  std::vector<std::string> describe() const;
+
+ private:
+  struct Entry {
+    Kind kind;
+    guards::SourcePtr source;
+    py::Ref<> object;
+    Py_ssize_t length;
+    std::string key;  // kind and source name, for de-duplication
+  };
+  std::vector<Entry> entries_;
+  std::unordered_set<std::string> keys_;
+};
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,158 @@
+// Building and unpacking tuples, lists, dicts, slices and strings.
+#include "trace/interpreter.h"
+#include "trace/operators.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+using bytecode::Instruction;
+
+void build_tuple(Tracer&, FrameState& frame, const Instruction& inst) {
+  frame.push(std::make_shared<SequenceValue>(false, frame.pop_n(inst.arg)));
+}
+
+void build_list(Tracer&, FrameState& frame, const Instruction& inst) {
+  frame.push(std::make_shared<SequenceValue>(true, frame.pop_n(inst.arg)));
+}
+
+void build_map(Tracer&, FrameState& frame, const Instruction& inst) {
+  Args flat = frame.pop_n(2 * static_cast<size_t>(inst.arg));
+  auto dict = std::make_shared<DictValue>();
+  for (size_t i = 0; i < flat.size(); i += 2) {
+    if (!flat[i]->is_constant()) unsupported("unsupported_dict", "dict key " + flat[i]->repr());
+    dict->set_item(flat[i]->constant(), flat[i + 1]);
+  }
+  frame.push(dict);
+}
+
+void build_const_key_map(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr keys = frame.pop();
+  Args values = frame.pop_n(inst.arg);
+  auto dict = std::make_shared<DictValue>();
+  for (size_t i = 0; i < values.size(); ++i)
+    dict->set_item(PyTuple_GET_ITEM(keys->constant(), static_cast<Py_ssize_t>(i)), values[i]);
+  frame.push(dict);
+}
+
+void build_slice(Tracer&, FrameState& frame, const Instruction& inst) {
+  Args parts = frame.pop_n(inst.arg);
+  for (const auto& part : parts)
+    if (!part->is_constant()) unsupported("unsupported_subscript", "slice with a symbolic bound " + part->repr());
+  py::Ref<> slice = check(PySlice_New(parts[0]->constant(), parts[1]->constant(),
+                                      parts.size() > 2 ? parts[2]->constant() : nullptr));
+  frame.push(ConstantValue::make(std::move(slice)));
+}
+
+SequenceValue& sequence_at(FrameState& frame, int depth) {
+  auto* seq = dynamic_cast<SequenceValue*>(frame.top(depth).get());
+  if (seq == nullptr) throw InternalError("expected a list on the stack");
+  return *seq;
+}
+
+DictValue& dict_at(FrameState& frame, int depth) {
+  auto* dict = dynamic_cast<DictValue*>(frame.top(depth).get());
+  if (dict == nullptr) throw InternalError("expected a dict on the stack");
+  return *dict;
+}
+
+void list_append(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr value = frame.pop();
+  sequence_at(frame, inst.arg - 1).items.push_back(std::move(value));
+}
+
+void list_extend(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr iterable = frame.pop();
+  auto items = iterable->unpack(tracer);
+  if (!items) unsupported("unsupported_iteration", "extending a list with " + iterable->repr());
+  auto& list = sequence_at(frame, inst.arg - 1);
+  list.items.insert(list.items.end(), items->begin(), items->end());
+}
+
+void list_to_tuple(Tracer&, FrameState& frame, const Instruction&) {
+  ValuePtr list = frame.pop();
+  frame.push(std::make_shared<SequenceValue>(false, static_cast<SequenceValue&>(*list).items));
+}
+
+void map_add(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr value = frame.pop();
+  ValuePtr key = frame.pop();
+  if (!key->is_constant()) unsupported("unsupported_dict", "dict key " + key->repr());
+  dict_at(frame, inst.arg - 1).set_item(key->constant(), value);
+}
+
+void dict_update(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr other = frame.pop();
+  auto* source = dynamic_cast<DictValue*>(other.get());
+  if (source == nullptr) unsupported("unsupported_dict", "updating a dict with " + other->repr());
+  auto& dict = dict_at(frame, inst.arg - 1);
+  for (size_t i = 0; i < source->keys.size(); ++i) dict.set_item(source->keys[i].get(), source->values[i]);
+}
+
+void unpack_sequence(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr sequence = frame.pop();
+  auto items = sequence->unpack(tracer);
+  if (!items) unsupported("unsupported_iteration", "unpacking " + sequence->repr());
+  if (items->size() != static_cast<size_t>(inst.arg))
+    unsupported("value_error", "unpacking " + std::to_string(items->size()) + " values into " + std::to_string(inst.arg));
+  for (auto it = items->rbegin(); it != items->rend(); ++it) frame.push(*it);
+}
+
+void unpack_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr sequence = frame.pop();
+  auto items = sequence->unpack(tracer);
+  if (!items) unsupported("unsupported_iteration", "unpacking " + sequence->repr());
+  size_t before = inst.arg & 0xFF, after = inst.arg >> 8;
+  if (items->size() < before + after) unsupported("value_error", "not enough values to unpack");
+  for (size_t i = 0; i < after; ++i) frame.push((*items)[items->size() - 1 - i]);
+  Args middle(items->begin() + static_cast<long>(before), items->end() - static_cast<long>(after));
+  frame.push(std::make_shared<SequenceValue>(true, std::move(middle)));
+  for (size_t i = before; i-- > 0;) frame.push((*items)[i]);
+}
+
+void format_value(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr spec = (inst.arg & 0x04) ? frame.pop() : nullptr;
+  ValuePtr value = frame.pop();
+  if (!value->is_constant() || (spec && !spec->is_constant()))
+    unsupported("unsupported_format", "formatting " + value->repr());
+  py::Ref<> object = py::Ref<>::newref(value->constant());
+  switch (inst.arg & 0x03) {
+    case 1: object = check(PyObject_Str(object.get())); break;
+    case 2: object = check(PyObject_Repr(object.get())); break;
+    case 3: object = check(PyObject_ASCII(object.get())); break;
+    default: break;
+  }
+  frame.push(ConstantValue::make(check(PyObject_Format(object.get(), spec ? spec->constant() : nullptr))));
+}
+
+void build_string(Tracer&, FrameState& frame, const Instruction& inst) {
+  Args parts = frame.pop_n(inst.arg);
+  py::Ref<> text = check(PyUnicode_FromString(""));
+  for (const auto& part : parts) {
+    if (!part->is_constant()) unsupported("unsupported_format", "building a string from " + part->repr());
+    text = check(PyUnicode_Concat(text.get(), part->constant()));
+  }
+  frame.push(ConstantValue::make(std::move(text)));
+}
+
+}  // namespace
+
+void register_container_handlers(HandlerTable& table) {
+  table.add("BUILD_TUPLE", build_tuple);
+  table.add("BUILD_LIST", build_list);
+  table.add("BUILD_MAP", build_map);
+  table.add("BUILD_CONST_KEY_MAP", build_const_key_map);
+  table.add("BUILD_SLICE", build_slice);
+  table.add("LIST_APPEND", list_append);
+  table.add("LIST_EXTEND", list_extend);
+  table.add("LIST_TO_TUPLE", list_to_tuple);
+  table.add("MAP_ADD", map_add);
+  table.add("DICT_UPDATE", dict_update);
+  table.add("DICT_MERGE", dict_update);
+  table.add("UNPACK_SEQUENCE", unpack_sequence);
+  table.add("UNPACK_EX", unpack_ex);
+  table.add("FORMAT_VALUE", format_value);
+  table.add("BUILD_STRING", build_string);
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,100 @@
+// Jumps, branches, for-loops over known iterators, and returns.
+#include "trace/interpreter.h"
+#include "trace/operators.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+using bytecode::Instruction;
+
+void jump(Tracer&, FrameState& frame, const Instruction& inst) { frame.jump_to(inst.target); }
+
+template <bool JumpIf>
+void pop_jump_if(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr condition = frame.pop();
+  if (condition->truthy(tracer) == JumpIf) frame.jump_to(inst.target);
+}
+
+bool is_none(const ValuePtr& value) {
+  if (value->is_constant()) return value->constant() == Py_None;
+  if (value->is_tensor() || value->real_object() || dynamic_cast<SequenceValue*>(value.get()) ||
+      dynamic_cast<DictValue*>(value.get()) || dynamic_cast<UserFunctionValue*>(value.get()))
+    return false;
+  unsupported("unsupported_branch", "`is None` on " + value->repr());
+}
+
+template <bool JumpIfNone>
+void pop_jump_if_none(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr value = frame.pop();
+  if (is_none(value) == JumpIfNone) frame.jump_to(inst.target);
+}
+
+template <bool JumpIf>
+void jump_if_or_pop(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  if (frame.top()->truthy(tracer) == JumpIf) {
+    frame.jump_to(inst.target);
+  } else {
+    frame.pop();
+  }
+}
+
+void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr iterable = frame.pop();
+  if (dynamic_cast<IteratorValue*>(iterable.get())) {
+    frame.push(iterable);
+    return;
+  }
+  auto items = iterable->unpack(tracer);
+  if (!items) unsupported("unsupported_iteration", "iterating over " + iterable->repr());
+  frame.push(std::make_shared<IteratorValue>(std::move(*items)));
+}
+
+void for_iter(Tracer&, FrameState& frame, const Instruction& inst) {
+  auto* iterator = dynamic_cast<IteratorValue*>(frame.top().get());
+  if (iterator == nullptr) throw InternalError("FOR_ITER without an iterator");
+  if (ValuePtr item = iterator->next()) {
+    frame.push(std::move(item));
+    return;
+  }
+  frame.pop();
+  frame.jump_to(inst.target);
+#if PY_VERSION_HEX >= 0x030C0000
+  ++frame.pc;  // 3.12: an exhausted FOR_ITER skips the END_FOR it targets
+#endif
+}
+
+void end_for(Tracer&, FrameState& frame, const Instruction&) {
+  frame.pop();
+  frame.pop();
+}
+
+void return_value(Tracer&, FrameState& frame, const Instruction&) { frame.result = frame.pop(); }
+
+void return_const(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  frame.result = tracer.wrap(inst.argval.get(), nullptr);
+}
+
+}  // namespace
+
+void register_control_handlers(HandlerTable& table) {
+  for (const char* name : {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"})
+    table.add(name, jump);
+  for (const char* name : {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"})
+    table.add(name, pop_jump_if<true>);
+  for (const char* name : {"POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"})
+    table.add(name, pop_jump_if<false>);
+  for (const char* name : {"POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_IF_NONE"})
+    table.add(name, pop_jump_if_none<true>);
+  for (const char* name : {"POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"})
+    table.add(name, pop_jump_if_none<false>);
+  table.add("JUMP_IF_TRUE_OR_POP", jump_if_or_pop<true>);
+  table.add("JUMP_IF_FALSE_OR_POP", jump_if_or_pop<false>);
+  table.add("GET_ITER", get_iter);
+  table.add("FOR_ITER", for_iter);
+  table.add("END_FOR", end_for);
+  table.add("RETURN_VALUE", return_value);
+  table.add("RETURN_CONST", return_const);
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,178 @@
+// Arithmetic, comparisons, identity, membership, unary operators and subscripts.
+#include <unordered_map>
+#include <vector>
+
+#include "trace/interpreter.h"
+#include "trace/operators.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+using bytecode::Instruction;
+
+// BINARY_OP's argument indexes dis._nb_ops ("NB_ADD", "NB_INPLACE_ADD", ...); map each to
+// the operator module's function of the same meaning.
+const std::vector<PyObject*>& binary_operators() {
+  static const std::vector<PyObject*> table = [] {
+    static const std::unordered_map<std::string, std::string> names = {
+        {"ADD", "add"}, {"AND", "and_"}, {"FLOOR_DIVIDE", "floordiv"}, {"LSHIFT", "lshift"},
+        {"MATRIX_MULTIPLY", "matmul"}, {"MULTIPLY", "mul"}, {"REMAINDER", "mod"}, {"OR", "or_"},
+        {"POWER", "pow"}, {"RSHIFT", "rshift"}, {"SUBTRACT", "sub"}, {"TRUE_DIVIDE", "truediv"},
+        {"XOR", "xor"}};
+    py::Ref<> dis = check(PyImport_ImportModule("dis"));
+    py::Ref<> ops = check(PyObject_GetAttrString(dis.get(), "_nb_ops"));
+    std::vector<PyObject*> result;
+    for (Py_ssize_t i = 0; i < PySequence_Size(ops.get()); ++i) {
+      py::Ref<> pair = check(PySequence_GetItem(ops.get(), i));
+      std::string name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(pair.get(), 0));
+      bool inplace = name.rfind("NB_INPLACE_", 0) == 0;
+      std::string base = name.substr(inplace ? 11 : 3);
+      auto found = names.find(base);
+      if (found == names.end()) {
+        result.push_back(nullptr);
+        continue;
+      }
+      std::string function = found->second;
+      if (inplace) {
+        if (function.back() == '_') function.pop_back();
+        function = "i" + function;
+      }
+      result.push_back(operator_function(function.c_str()));
+    }
+    return result;
+  }();
+  return table;
+}
+
+void binary_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  const auto& table = binary_operators();
+  if (inst.arg < 0 || static_cast<size_t>(inst.arg) >= table.size() || table[inst.arg] == nullptr)
+    unsupported("unsupported_operator", "BINARY_OP " + std::to_string(inst.arg));
+  ValuePtr right = frame.pop();
+  ValuePtr left = frame.pop();
+  frame.push(apply_operator(tracer, table[inst.arg], {left, right}));
+}
+
+PyObject* compare_function(const Instruction& inst) {
+  static const std::unordered_map<std::string, const char*> names = {
+      {"<", "lt"}, {"<=", "le"}, {"==", "eq"}, {"!=", "ne"}, {">", "gt"}, {">=", "ge"}};
+  std::string symbol;
+  if (inst.argval && PyUnicode_Check(inst.argval.get())) {
+    symbol = PyUnicode_AsUTF8(inst.argval.get());
+  } else {
+    py::Ref<> dis = check(PyImport_ImportModule("dis"));
+    py::Ref<> cmp_op = check(PyObject_GetAttrString(dis.get(), "cmp_op"));
+    int index = PY_VERSION_HEX >= 0x030C0000 ? inst.arg >> 4 : inst.arg;
+    symbol = PyUnicode_AsUTF8(check(PySequence_GetItem(cmp_op.get(), index)).get());
+  }
+  auto found = names.find(symbol);
+  if (found == names.end()) unsupported("unsupported_operator", "comparison " + symbol);
+  return operator_function(found->second);
+}
+
+ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
+
+void compare_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr right = frame.pop();
+  ValuePtr left = frame.pop();
+  PyObject* function = compare_function(inst);
+  // == and != between values of different known kinds (a module and None, ...) are decidable.
+  bool equality = function == operator_function("eq") || function == operator_function("ne");
+  if (equality && !left->is_tensor() && !right->is_tensor() && !(left->is_constant() && right->is_constant()) &&
+      (left->real_object() || right->real_object())) {
+    bool same = same_object(left, right);
+    frame.push(make_bool(function == operator_function("eq") ? same : !same));
+    return;
+  }
+  frame.push(apply_operator(tracer, function, {left, right}));
+}
+
+void is_op(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr right = frame.pop();
+  ValuePtr left = frame.pop();
+  bool same = same_object(left, right);
+  frame.push(make_bool(inst.arg ? !same : same));
+}
+
+void contains_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr haystack = frame.pop();
+  ValuePtr needle = frame.pop();
+  bool found = contains(tracer, haystack, needle);
+  frame.push(make_bool(inst.arg ? !found : found));
+}
+
+void unary_not(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr value = frame.pop();
+  frame.push(make_bool(!value->truthy(tracer)));
+}
+
+template <const char* Name>
+void unary(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr value = frame.pop();
+  frame.push(apply_operator(tracer, operator_function(Name), {value}));
+}
+constexpr char kNeg[] = "neg";
+constexpr char kPos[] = "pos";
+constexpr char kInvert[] = "invert";
+
+void binary_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr key = frame.pop();
+  ValuePtr container = frame.pop();
+  frame.push(container->get_item(tracer, key));
+}
+
+void binary_slice(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr stop = frame.pop();
+  ValuePtr start = frame.pop();
+  ValuePtr container = frame.pop();
+  if (!start->is_constant() || !stop->is_constant()) unsupported("unsupported_subscript", "slice with symbolic bounds");
+  py::Ref<> slice = check(PySlice_New(start->constant(), stop->constant(), nullptr));
+  frame.push(container->get_item(tracer, ConstantValue::make(std::move(slice))));
+}
+
+void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr key = frame.pop();
+  ValuePtr container = frame.pop();
+  ValuePtr value = frame.pop();
+  if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
+    seq->require_mutable("item assignment");
+    if (!seq->is_list() || !key->is_constant() || !PyLong_Check(key->constant()))
+      unsupported("unsupported_subscript", "assigning " + container->repr() + "[" + key->repr() + "]");
+    long index = PyLong_AsLong(key->constant());
+    if (index < 0) index += static_cast<long>(seq->items.size());
+    if (index < 0 || index >= static_cast<long>(seq->items.size())) unsupported("index_error", "list assignment index out of range");
+    seq->items[index] = value;
+    return;
+  }
+  if (auto* dict = dynamic_cast<DictValue*>(container.get())) {
+    if (!dict->mutable_here()) unsupported("side_effect", "assigning an item of a dict that outlives the trace");
+    if (!key->is_constant()) unsupported("unsupported_subscript", "dict key " + key->repr());
+    dict->set_item(key->constant(), value);
+    return;
+  }
+  if (container->is_tensor()) {
+    // x[idx] = v mutates x in place: recorded as operator.setitem, like Dynamo.
+    tracer.record(graph::Op::CallFunction, py::Ref<>::newref(operator_function("setitem")), {container, key, value}, {});
+    return;
+  }
+  unsupported("unsupported_subscript", "assigning an item of " + container->repr());
+}
+
+}  // namespace
+
+void register_operator_handlers(HandlerTable& table) {
+  table.add("BINARY_OP", binary_op);
+  table.add("COMPARE_OP", compare_op);
+  table.add("IS_OP", is_op);
+  table.add("CONTAINS_OP", contains_op);
+  table.add("UNARY_NOT", unary_not);
+  table.add("UNARY_NEGATIVE", unary<kNeg>);
+  table.add("UNARY_POSITIVE", unary<kPos>);
+  table.add("UNARY_INVERT", unary<kInvert>);
+  table.add("BINARY_SUBSCR", binary_subscr);
+  table.add("BINARY_SLICE", binary_slice);
+  table.add("STORE_SUBSCR", store_subscr);
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,84 @@
+// Inlining: a user function's bytecode runs in a child frame state that shares the trace's
+// graph and guards. Arguments are bound as CPython binds them (positional, keywords,
+// defaults, *args, **kwargs).
+#include "trace/interpreter.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+constexpr int kMaxInlineDepth = 64;
+
+void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, const Args& args,
+                    const KwArgs& kwargs, Args& locals) {
+  int argcount = info.argcount;
+  int posonly = info.posonlyargcount;
+  int kwonly = info.kwonlyargcount;
+  int flags = info.flags;
+  const auto& names = info.localsplus_names;
+  int slot = argcount + kwonly;
+  int varargs_slot = (flags & CO_VARARGS) ? slot++ : -1;
+  int varkw_slot = (flags & CO_VARKEYWORDS) ? slot++ : -1;
+
+  Args extra;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (static_cast<int>(i) < argcount) locals[i] = args[i];
+    else extra.push_back(args[i]);
+  }
+  if (!extra.empty() && varargs_slot < 0)
+    unsupported("bad_call", function.name + "() takes " + std::to_string(argcount) + " positional arguments but " +
+                                std::to_string(args.size()) + " were given");
+  if (varargs_slot >= 0) locals[varargs_slot] = std::make_shared<SequenceValue>(false, std::move(extra));
+  auto varkw = varkw_slot >= 0 ? std::make_shared<DictValue>() : nullptr;
+  for (const auto& [name, value] : kwargs) {
+    int found = -1;
+    for (int i = posonly; i < argcount + kwonly; ++i)
+      if (names[i] == name) found = i;
+    if (found >= 0) {
+      if (locals[found]) unsupported("bad_call", function.name + "() got multiple values for argument '" + name + "'");
+      locals[found] = value;
+    } else if (varkw) {
+      varkw->set_item(check(PyUnicode_FromString(name.c_str())).get(), value);
+    } else {
+      unsupported("bad_call", function.name + "() got an unexpected keyword argument '" + name + "'");
+    }
+  }
+  if (varkw) locals[varkw_slot] = varkw;
+  int first_default = argcount - static_cast<int>(function.defaults.size());
+  for (int i = 0; i < argcount; ++i) {
+    if (!locals[i] && i >= first_default) locals[i] = function.defaults[i - first_default];
+    if (!locals[i]) unsupported("bad_call", function.name + "() missing required argument '" + names[i] + "'");
+  }
+  for (int i = argcount; i < argcount + kwonly; ++i) {
+    if (locals[i]) continue;
+    for (const auto& [name, value] : function.kwdefaults)
+      if (name == names[i]) locals[i] = value;
+    if (!locals[i]) unsupported("bad_call", function.name + "() missing keyword-only argument '" + names[i] + "'");
+  }
+}
+
+}  // namespace
+
+ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs) {
+  if (inline_depth_ >= kMaxInlineDepth) unsupported("recursion_limit", "inlining deeper than 64 calls");
+  CodeInfo& info = code_info(function.code.get());
+  if (info.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+    unsupported("generator", "calling the generator or coroutine function " + function.name);
+  FrameState child;
+  child.code = &info;
+  child.globals = function.globals.copy();
+  PyObject* builtins = PyDict_GetItemString(child.globals.get(), "__builtins__");  // borrowed
+  child.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
+  child.root_globals = frames.empty() ? false : frames.front()->globals.get() == child.globals.get();
+  child.locals.resize(info.localsplus_names.size());
+  child.closure = function.closure;
+  bind_arguments(info, function, args, kwargs, child.locals);
+  ++inline_depth_;
+  struct Depth {
+    int& depth;
+    ~Depth() { --depth; }
+  } restore{inline_depth_};
+  return run_frame(*this, child, nullptr);
+}
+
+}  // namespace bytegraph::trace

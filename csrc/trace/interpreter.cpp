@@ -1,0 +1,123 @@
+// The interpreter loop, with a checkpoint before each instruction of the outermost frame:
+// an Unsupported raised anywhere inside the instruction (inlined calls included) restores
+// the stack, locals, graph and guards to that boundary, and the trace stops there.
+#include "trace/interpreter.h"
+
+#include <cstring>
+
+#include "bytecode/opcodes.h"
+
+namespace bytegraph::trace {
+
+void HandlerTable::add(const char* name, Handler handler) {
+  for (int opcode = 0; opcode < 256; ++opcode) {
+    const auto& info = bytecode::opcode_info(opcode);
+    if (info.known && std::strcmp(info.name, name) == 0) table_[opcode] = handler;
+  }
+}
+
+const HandlerTable& handlers() {
+  static const HandlerTable table = [] {
+    HandlerTable t;
+    register_stack_handlers(t);
+    register_operator_handlers(t);
+    register_container_handlers(t);
+    register_control_handlers(t);
+    register_call_handlers(t);
+    return t;
+  }();
+  return table;
+}
+
+const char* opcode_name(int opcode) {
+  const char* name = bytecode::opcode_info(opcode).name;
+  return name && *name ? name : "<unknown opcode>";
+}
+
+namespace {
+
+struct Checkpoint {
+  Args stack;
+  Args locals;
+  py::Ref<> kw_names;
+  size_t pc;
+  size_t graph_length;
+  size_t guard_count;
+};
+
+Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
+  return Checkpoint{frame.stack, frame.locals, frame.kw_names.copy(), frame.pc, tracer.graph.size(),
+                    tracer.guards.size()};
+}
+
+void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
+  frame.stack = std::move(checkpoint.stack);
+  frame.locals = std::move(checkpoint.locals);
+  frame.kw_names = std::move(checkpoint.kw_names);
+  frame.pc = checkpoint.pc;
+  frame.current = frame.code->instructions[frame.pc].get();
+  frame.result = nullptr;
+  tracer.truncate(checkpoint.graph_length);
+  tracer.guards.truncate(checkpoint.guard_count);
+}
+
+std::string frame_location(const FrameState& frame) {
+  int line = frame.current ? frame.current->positions.lineno : -1;
+  return frame.code->filename + ":" + std::to_string(line) + " in " + frame.code->name;
+}
+
+// Runs one instruction; on a break, the innermost frame records the user stack.
+void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) {
+  Handler handler = handlers()[inst.opcode];
+  try {
+    if (handler == nullptr)
+      unsupported("unsupported_opcode", std::string("opcode ") + opcode_name(inst.opcode) + " is not supported");
+    handler(tracer, frame, inst);
+  } catch (const Unsupported&) {
+    if (tracer.pending_user_stack.empty())
+      for (const FrameState* f : tracer.frames) tracer.pending_user_stack.push_back(frame_location(*f));
+    throw;
+  }
+}
+
+struct FramePush {
+  Tracer& tracer;
+  FramePush(Tracer& t, FrameState* frame) : tracer(t) { tracer.frames.push_back(frame); }
+  ~FramePush() { tracer.frames.pop_back(); }
+};
+
+}  // namespace
+
+ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
+  FramePush push(tracer, &frame);
+  const auto& instructions = frame.code->instructions;
+  while (!frame.result) {
+    if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
+    const bytecode::Instruction& inst = *instructions[frame.pc];
+    frame.current = &inst;
+    if (!frame.outermost) {
+      ++frame.pc;
+      step(tracer, frame, inst);
+      continue;
+    }
+    Checkpoint checkpoint = take_checkpoint(tracer, frame);
+    ++frame.pc;
+    try {
+      step(tracer, frame, inst);
+    } catch (const Unsupported& error) {
+      restore(tracer, frame, checkpoint);
+      if (break_info == nullptr) throw;
+      break_info->kind = error.kind();
+      break_info->offset = inst.offset;
+      break_info->opname = opcode_name(inst.opcode);
+      break_info->user_stack = std::move(tracer.pending_user_stack);
+      tracer.pending_user_stack.clear();
+      std::string where = break_info->user_stack.empty() ? frame_location(frame) : break_info->user_stack.back();
+      break_info->message = std::string(error.what()) + " (at " + where + ")";
+      return nullptr;
+    }
+  }
+  return frame.result;
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,127 @@
+#include "trace/operators.h"
+
+#include <string>
+#include <unordered_map>
+
+namespace bytegraph::trace {
+
+PyObject* operator_function(const char* name) {
+  static std::unordered_map<std::string, PyObject*> cache;  // borrowed from the module, kept alive by it
+  static PyObject* module = check(PyImport_ImportModule("operator")).release();
+  auto found = cache.find(name);
+  if (found != cache.end()) return found->second;
+  PyObject* function = check(PyObject_GetAttrString(module, name)).release();  // kept for the process
+  cache.emplace(name, function);
+  return function;
+}
+
+bool all_constant(const Args& args, const KwArgs& kwargs) {
+  for (const auto& arg : args)
+    if (!arg->is_constant()) return false;
+  for (const auto& [name, value] : kwargs)
+    if (!value->is_constant()) return false;
+  return true;
+}
+
+ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
+  py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  for (size_t i = 0; i < args.size(); ++i)
+    PyTuple_SET_ITEM(tuple.get(), i, py::Ref<>::newref(args[i]->constant()).release());
+  py::Ref<> dict;
+  if (!kwargs.empty()) {
+    dict = check(PyDict_New());
+    for (const auto& [name, value] : kwargs)
+      check_status(PyDict_SetItemString(dict.get(), name.c_str(), value->constant()));
+  }
+  PyObject* result = PyObject_Call(function, tuple.get(), dict.get());
+  if (result == nullptr) {
+    // The real operation raised (e.g. 1/0): tracing cannot reproduce the exception yet.
+    PythonError error = PythonError::fetch();
+    unsupported("constant_fold_raised", py_repr(function) + " raised " + error.what());
+  }
+  return ConstantValue::make(py::Ref<>::steal(result));
+}
+
+namespace {
+
+ValuePtr sequence_operator(Tracer&, PyObject* function, const Args& operands) {
+  auto* left = dynamic_cast<SequenceValue*>(operands[0].get());
+  auto* right = operands.size() > 1 ? dynamic_cast<SequenceValue*>(operands[1].get()) : nullptr;
+  bool add = function == operator_function("add") || function == operator_function("iadd");
+  if (add && left && right && left->is_list() == right->is_list()) {
+    if (function == operator_function("iadd")) {
+      left->require_mutable("+=");
+      left->items.insert(left->items.end(), right->items.begin(), right->items.end());
+      return operands[0];
+    }
+    Args items = left->items;
+    items.insert(items.end(), right->items.begin(), right->items.end());
+    return std::make_shared<SequenceValue>(left->is_list(), std::move(items));
+  }
+  bool mul = function == operator_function("mul");
+  if (mul && left && operands[1]->is_constant() && PyLong_Check(operands[1]->constant())) {
+    long times = PyLong_AsLong(operands[1]->constant());
+    Args items;
+    for (long i = 0; i < times; ++i) items.insert(items.end(), left->items.begin(), left->items.end());
+    return std::make_shared<SequenceValue>(left->is_list(), std::move(items));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  if (all_constant(operands)) return fold(function, operands);
+  for (const auto& operand : operands) {
+    if (operand->is_tensor())
+      return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});
+  }
+  if (ValuePtr result = sequence_operator(tracer, function, operands)) return result;
+  std::string text = py_repr(function) + " on";
+  for (const auto& operand : operands) text += " " + operand->repr();
+  unsupported("unsupported_operator", text);
+}
+
+bool same_object(const ValuePtr& a, const ValuePtr& b) {
+  if (a.get() == b.get()) return true;
+  if (a->is_constant() && b->is_constant()) return a->constant() == b->constant();
+  if (a->real_object() && b->real_object()) return a->real_object() == b->real_object();
+  auto* ta = dynamic_cast<TensorValue*>(a.get());
+  auto* tb = dynamic_cast<TensorValue*>(b.get());
+  if (ta && tb) return ta->node() == tb->node();
+  // Different kinds of value (a tensor and None, a list and a constant) are different objects.
+  if (a->is_constant() || b->is_constant()) {
+    const ValuePtr& constant = a->is_constant() ? a : b;
+    const ValuePtr& other = a->is_constant() ? b : a;
+    if (constant->constant() == Py_None || other->is_tensor()) return false;
+  }
+  unsupported("unsupported_identity", "cannot decide `is` between " + a->repr() + " and " + b->repr());
+}
+
+bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) {
+  if (haystack->is_constant() && needle->is_constant()) {
+    int result = PySequence_Contains(haystack->constant(), needle->constant());
+    check_status(result);
+    return result == 1;
+  }
+  if (auto* dict = dynamic_cast<DictValue*>(haystack.get())) {
+    if (!needle->is_constant()) unsupported("unsupported_operator", "`in` a dict with key " + needle->repr());
+    return dict->find(needle->constant()) >= 0;
+  }
+  if (auto items = haystack->unpack(tracer)) {
+    if (needle->is_tensor()) unsupported("data_dependent_branch", "`in` with a tensor");
+    for (const auto& item : *items) {
+      if (item->is_constant() && needle->is_constant()) {
+        int equal = PyObject_RichCompareBool(item->constant(), needle->constant(), Py_EQ);
+        check_status(equal);
+        if (equal) return true;
+      } else if (same_object(item, needle)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  unsupported("unsupported_operator", "`in` on " + haystack->repr());
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,21 @@
+// Python operators on symbolic values: folded on constants, recorded on tensors
+// (`a + b` is a call_function node on operator.add, as Dynamo records it).
+#pragma once
+
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+// operator.<name> (add, iadd, lt, getitem, ...), looked up once. Borrowed, lives forever.
+PyObject* operator_function(const char* name);
+
+ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands);
+bool all_constant(const Args& args, const KwArgs& kwargs = {});
+// Calls `function` for real on constant arguments and wraps the result as a constant.
+ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs = {});
+// Identity comparison (`is`), when it is decidable from what the tracer knows.
+bool same_object(const ValuePtr& a, const ValuePtr& b);
+// `needle in haystack` on known containers.
+bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle);
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,120 @@
+#include "trace/trace.h"
+
+#include <algorithm>
+
+#include "trace/interpreter.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+// Makes the root frame: arguments wrapped with local sources, the closure with closure sources.
+void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyObject* bound) {
+  auto* fn = reinterpret_cast<PyFunctionObject*>(function);
+  frame.code = &tracer.code_info(fn->func_code);
+  frame.globals = py::Ref<>::newref(fn->func_globals);
+  PyObject* builtins = PyDict_GetItemString(fn->func_globals, "__builtins__");  // borrowed
+  frame.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
+  frame.root_globals = true;
+  frame.outermost = true;
+  const auto& names = frame.code->localsplus_names;
+  frame.locals.resize(names.size());
+  for (size_t slot = 0; slot < static_cast<size_t>(frame.code->nvarnames); ++slot) {
+    PyObject* real = PyDict_GetItemString(bound, names[slot].c_str());  // borrowed
+    if (real == nullptr) continue;  // not an argument
+    frame.locals[slot] = tracer.wrap(real, guards::local_source(names[slot], static_cast<int>(slot)));
+  }
+  if (fn->func_closure) {
+    size_t first_free = names.size() - static_cast<size_t>(frame.code->nfree);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fn->func_closure); ++i) {
+      PyObject* contents = PyCell_GET(PyTuple_GET_ITEM(fn->func_closure, i));
+      ValuePtr value;
+      if (contents) value = tracer.wrap(contents, guards::closure_source(names[first_free + i], static_cast<int>(i)));
+      frame.closure.push_back(std::make_shared<CellValue>(value, false));
+    }
+  }
+}
+
+int output_index(std::vector<int>& outputs, int node) {
+  auto found = std::find(outputs.begin(), outputs.end(), node);
+  if (found != outputs.end()) return static_cast<int>(found - outputs.begin());
+  outputs.push_back(node);
+  return static_cast<int>(outputs.size()) - 1;
+}
+
+py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int>& outputs,
+                          std::vector<guards::SourcePtr>& sources) {
+  const Bridge& bridge = tracer.bridge;
+  if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
+    py::Ref<> index = check(PyLong_FromLong(output_index(outputs, tensor->node())));
+    return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
+  }
+  if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+    py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
+    for (size_t i = 0; i < seq->items.size(); ++i)
+      PyList_SET_ITEM(list.get(), i, describe_output(tracer, seq->items[i], outputs, sources).release());
+    return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
+  }
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+    py::Ref<> result = check(PyDict_New());
+    for (size_t i = 0; i < dict->keys.size(); ++i)
+      check_status(PyDict_SetItem(result.get(), dict->keys[i].get(), describe_output(tracer, dict->values[i], outputs, sources).get()));
+    return result;
+  }
+  if (value->source()) {
+    sources.push_back(value->source());
+    py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
+    return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
+  }
+  unsupported("unsupported_return", "returning " + value->repr());
+}
+
+// After a break: the tensors the rest of the function may need, stack first, then locals.
+std::vector<int> live_tensor_outputs(const FrameState& frame) {
+  std::vector<int> outputs;
+  auto add = [&](const ValuePtr& value) {
+    if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) output_index(outputs, tensor->node());
+  };
+  for (const auto& value : frame.stack) if (value) add(value);
+  for (const auto& value : frame.locals) if (value) add(value);
+  return outputs;
+}
+
+}  // namespace
+
+TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs) {
+  py::Ref<> bridge_module = check(PyImport_ImportModule("bytegraph._bridge"));
+  py::Ref<> bound = check(PyObject_CallMethod(bridge_module.get(), "bind_arguments", "OOO", callable, args, kwargs));
+  PyObject* function = PyTuple_GET_ITEM(bound.get(), 0);   // borrowed
+  PyObject* arguments = PyTuple_GET_ITEM(bound.get(), 1);  // borrowed
+
+  Tracer tracer(py::Ref<>::newref(function));
+  FrameState frame;
+  setup_root_frame(tracer, frame, function, arguments);
+  BreakInfo break_info;
+  ValuePtr result = run_frame(tracer, frame, &break_info);
+
+  TraceResult trace_result;
+  std::vector<int> outputs;
+  if (result) {
+    trace_result.output = describe_output(tracer, result, outputs, trace_result.sources);
+  } else {
+    trace_result.graph_break = std::move(break_info);
+    trace_result.output = py::Ref<>::newref(Py_None);
+    outputs = live_tensor_outputs(frame);
+  }
+  trace_result.graph_module = tracer.graph.materialize(tracer.bridge.build_graph_module.get(), outputs);
+  trace_result.example_inputs = check(PyList_New(0));
+  for (const auto& input : tracer.inputs) {
+    trace_result.inputs.push_back(input.source);
+    trace_result.sources.push_back(input.value->source());
+    check_status(PyList_Append(trace_result.example_inputs.get(), input.real.get()));
+  }
+  trace_result.guard_set = std::make_shared<guards::GuardSet>();
+  tracer.guards.apply(*trace_result.guard_set);
+  trace_result.guards = trace_result.guard_set->describe();
+  return trace_result;
+}
+
+}  // namespace bytegraph::trace

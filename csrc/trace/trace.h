@@ -1,0 +1,40 @@
+// The tracer's entry point: trace a function's code as if called with real arguments.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "guards/guard_set.h"
+#include "python/ref.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+struct TraceResult {
+  // The captured graph. Placeholders are the tensor inputs (`inputs` names their sources);
+  // module parameters and buffers are get_attr nodes on the GraphModule's root.
+  py::Ref<> graph_module;
+  std::vector<std::string> inputs;
+  // The sources behind `inputs` and behind the Source(name) leaves of `output`, for codegen.
+  std::vector<guards::SourcePtr> sources;
+  py::Ref<> example_inputs;  // list of the real tensors, in placeholder order
+  // How to rebuild the return value from the graph's outputs: a tree of tuple/list/dict
+  // whose leaves are bridge GraphOutput(i), Constant(obj) or Source(name). None after a break.
+  py::Ref<> output;
+  std::shared_ptr<guards::GuardSet> guard_set;
+  std::vector<std::string> guards;  // guard_set->describe()
+  // Set when tracing stopped early: the graph then holds everything before the breaking
+  // instruction, and its outputs are the tensors live on the stack and in locals there.
+  std::optional<BreakInfo> graph_break;
+};
+
+// Traces `function` (a Python function, bound method or nn.Module) called with `args`
+// (tuple) and `kwargs` (dict). Throws Unsupported for breaks outside any instruction (e.g.
+// an unsupported return value) and PythonError for invalid arguments.
+TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs);
+
+}  // namespace bytegraph::trace

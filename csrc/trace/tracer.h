@@ -1,0 +1,130 @@
+// One trace: the symbolic state shared by every frame of it (graph, guards, fake-tensor
+// session, decoded code) and the per-frame interpreter state.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bytecode/instruction.h"
+#include "graph/graph.h"
+#include "trace/bridge.h"
+#include "trace/guard_log.h"
+#include "trace/value.h"
+
+namespace bytegraph::trace {
+
+// A code object decoded once per trace, with what the interpreter needs to index it.
+struct CodeInfo {
+  py::Ref<> code;
+  bytecode::InstructionList instructions;
+  std::unordered_map<const bytecode::Instruction*, size_t> index;
+  std::vector<std::string> localsplus_names;  // co_varnames + new cellvars + co_freevars
+  std::vector<bool> is_cell;
+  int nvarnames = 0;
+  int nfree = 0;
+  int argcount = 0, posonlyargcount = 0, kwonlyargcount = 0, flags = 0;
+  std::string filename, name;
+};
+
+struct FrameState {
+  CodeInfo* code = nullptr;
+  py::Ref<> globals;
+  py::Ref<> builtins;
+  bool root_globals = false;  // globals of the traced function: reads get G['name'] sources
+  Args stack;
+  Args locals;   // localsplus order
+  Args closure;  // CellValues for the free variables
+  py::Ref<> kw_names;
+  size_t pc = 0;
+  const bytecode::Instruction* current = nullptr;
+  ValuePtr result;  // set by RETURN_VALUE
+  bool outermost = false;
+
+  ValuePtr pop();
+  ValuePtr& top(size_t depth = 0);
+  void push(ValuePtr value) { stack.push_back(std::move(value)); }
+  Args pop_n(size_t n);  // in stack order
+  void jump_to(const bytecode::Instruction* target);
+};
+
+// Where a trace stopped early: the instruction of the outermost frame it was rolled back to.
+struct BreakInfo {
+  std::string kind;
+  std::string message;
+  int offset = -1;
+  std::string opname;
+  std::vector<std::string> user_stack;  // "file:line in function", outermost first
+};
+
+class Tracer {
+ public:
+  explicit Tracer(py::Ref<> function);
+
+  const Bridge& bridge;
+  graph::Graph graph;
+  GuardLog guards;
+  std::vector<FrameState*> frames;  // outermost first
+  std::vector<std::string> pending_user_stack;  // filled by the innermost frame on a break
+
+  CodeInfo& code_info(PyObject* code);
+  PyObject* function() const { return function_.get(); }
+
+  // Wraps a real value read from the frame, a global or an attribute (Dynamo's
+  // VariableBuilder), installing the guards its kind needs.
+  ValuePtr wrap(PyObject* real, guards::SourcePtr source);
+  // A Python function to inline, with its defaults and closure cells wrapped.
+  std::shared_ptr<UserFunctionValue> wrap_user_function(PyObject* function, const guards::SourcePtr& source);
+  // A tensor reached through a module: a get_attr node on the GraphModule root.
+  ValuePtr wrap_module_tensor(PyObject* real, const guards::SourcePtr& source);
+
+  // Records one operation: runs it on fakes, appends the node, wraps the result.
+  ValuePtr record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs);
+  ValuePtr record_module_call(PyObject* module, const std::string& name, const Args& args, const KwArgs& kwargs);
+
+  // Inlines a user function: runs its bytecode in a child frame sharing this trace.
+  ValuePtr inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs);
+
+  graph::UserLocation location();
+  PyObject* fake_of(int node) { return graph.node(node).fake.get(); }
+  std::string describe_fake(int node);
+
+  // Graph inputs: placeholder nodes with their source names and real tensors.
+  struct Input {
+    int node;
+    std::string source;
+    py::Ref<> real;
+    ValuePtr value;
+  };
+  std::vector<Input> inputs;
+  struct ModuleTensor {
+    int node;
+    py::Ref<> real;
+    ValuePtr value;
+  };
+  std::vector<ModuleTensor> module_tensors;
+  // Drops inputs and cached wrappers of nodes at or after `length` (rollback).
+  void truncate(size_t length);
+
+ private:
+  ValuePtr wrap_tensor(PyObject* real, const guards::SourcePtr& source);
+  ValuePtr wrap_result(int node, PyObject* result);
+  py::Ref<> function_;
+  py::Ref<> session_, run_op_, fake_input_;
+  std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;
+  std::unordered_map<std::string, std::string> source_lines_;  // "file:line" -> text
+  int inline_depth_ = 0;
+};
+
+// Builds Python arguments for a recorded op from symbolic ones.
+py::Ref<> graph_args(Tracer& tracer, const Args& args, ArgMode mode);
+py::Ref<> graph_kwargs(Tracer& tracer, const KwArgs& kwargs, ArgMode mode);
+
+// Runs a frame to its RETURN_VALUE (interpreter.cpp). Outermost frames checkpoint each
+// instruction and stop at a graph break, filling `break_info` and returning null.
+ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info);
+
+}  // namespace bytegraph::trace

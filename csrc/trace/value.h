@@ -1,0 +1,326 @@
+// Symbolic values: what the interpreter keeps on its stack and in its locals.
+//
+// Each kind knows its readable repr (logs, comptime), its source (where the real value came
+// from, for guards and input names), what `getattr` and calling it mean symbolically, and
+// how it appears as an argument of a recorded graph operation. The defaults decline with
+// Unsupported, so a kind only implements what it understands.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.h"
+#include "guards/source.h"
+#include "python/errors.h"
+#include "python/ref.h"
+
+namespace bytegraph::trace {
+
+class Tracer;
+class Value;
+using ValuePtr = std::shared_ptr<Value>;
+using Args = std::vector<ValuePtr>;
+using KwArgs = std::vector<std::pair<std::string, ValuePtr>>;
+
+// How a value is turned into a Python object for a graph operation: markers naming graph
+// nodes (recording), or the fake values themselves (running the op on fakes).
+enum class ArgMode { Graph, Fake };
+
+class Value : public std::enable_shared_from_this<Value> {
+ public:
+  explicit Value(guards::SourcePtr source = nullptr) : source_(std::move(source)) {}
+  virtual ~Value() = default;
+
+  virtual std::string repr() const = 0;
+  const guards::SourcePtr& source() const { return source_; }
+  // The type of the value at run time, or null where the tracer does not know it. Borrowed.
+  virtual PyObject* python_type() const { return nullptr; }
+  virtual bool is_constant() const { return false; }
+  // The constant's Python object (borrowed); only when is_constant().
+  virtual PyObject* constant() const;
+  virtual bool is_tensor() const { return false; }
+  virtual bool is_null() const { return false; }
+
+  virtual ValuePtr get_attr(Tracer& tracer, const std::string& name);
+  virtual ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs);
+  virtual py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const;
+  // Truthiness for branches; a tensor's is data dependent.
+  virtual bool truthy(Tracer& tracer) const;
+  // The items of a value with a statically known length (iteration, unpacking, *args).
+  virtual std::optional<Args> unpack(Tracer& tracer);
+  virtual ValuePtr get_item(Tracer& tracer, const ValuePtr& key);
+  // The value's identity object if it stands for one known real object (modules, functions).
+  virtual PyObject* real_object() const { return nullptr; }
+
+ private:
+  guards::SourcePtr source_;
+};
+
+// Throws Unsupported(kind, message) (the tracer adds the user's location).
+[[noreturn]] void unsupported(const std::string& kind, const std::string& message);
+
+std::string py_repr(PyObject* object);
+std::string py_str(PyObject* object);
+
+// ---- constants ------------------------------------------------------------------------
+// An immutable Python object known at trace time: numbers, strings, None, Ellipsis, dtypes,
+// devices, torch.Size, ranges, slices, tuples of constants. Operations on constants are
+// folded (computed for real), never recorded.
+class ConstantValue : public Value {
+ public:
+  ConstantValue(py::Ref<> object, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), object_(std::move(object)) {}
+  static ValuePtr make(py::Ref<> object, guards::SourcePtr source = nullptr);
+  static ValuePtr none();
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)Py_TYPE(object_.get()); }
+  bool is_constant() const override { return true; }
+  PyObject* constant() const override { return object_.get(); }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
+  bool truthy(Tracer& tracer) const override;
+  std::optional<Args> unpack(Tracer& tracer) override;
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+
+ private:
+  py::Ref<> object_;
+};
+
+// ---- tensors --------------------------------------------------------------------------
+class TensorValue : public Value {
+ public:
+  TensorValue(int node, py::Ref<> fake, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), node_(node), fake_(std::move(fake)) {}
+  int node() const { return node_; }
+  std::string repr() const override;
+  PyObject* python_type() const override;
+  bool is_tensor() const override { return true; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
+  bool truthy(Tracer& tracer) const override;
+  std::optional<Args> unpack(Tracer& tracer) override;
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  PyObject* fake() const { return fake_.get(); }  // borrowed
+  std::string display_name;  // the node's readable name for reprs
+
+ private:
+  int node_;
+  py::Ref<> fake_;
+};
+
+// `x.sum`: a tensor method not yet called; calling it records a call_method node (or folds
+// metadata methods such as size()/dim() to constants).
+class TensorMethodValue : public Value {
+ public:
+  TensorMethodValue(ValuePtr tensor, std::string name) : tensor_(std::move(tensor)), name_(std::move(name)) {}
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  ValuePtr tensor_;
+  std::string name_;
+};
+
+// ---- markers --------------------------------------------------------------------------
+class NullValue : public Value {
+ public:
+  static ValuePtr get();
+  std::string repr() const override { return "NullVariable"; }
+  bool is_null() const override { return true; }
+};
+
+// ---- containers -----------------------------------------------------------------------
+class SequenceValue : public Value {
+ public:
+  // `mutable_here`: created during the trace, so mutating it is a local effect.
+  SequenceValue(bool is_list, Args items, guards::SourcePtr source = nullptr, bool mutable_here = true)
+      : Value(std::move(source)), is_list_(is_list), mutable_here_(mutable_here), items(std::move(items)) {}
+  std::string repr() const override;
+  PyObject* python_type() const override;
+  bool is_list() const { return is_list_; }
+  bool mutable_here() const { return mutable_here_; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
+  bool truthy(Tracer&) const override { return !items.empty(); }
+  std::optional<Args> unpack(Tracer&) override { return items; }
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  void require_mutable(const std::string& what) const;
+
+ private:
+  bool is_list_;
+  bool mutable_here_;
+
+ public:
+  Args items;
+};
+
+class DictValue : public Value {
+ public:
+  DictValue(guards::SourcePtr source = nullptr, bool mutable_here = true)
+      : Value(std::move(source)), mutable_here_(mutable_here) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)&PyDict_Type; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
+  bool truthy(Tracer&) const override { return !keys.empty(); }
+  std::optional<Args> unpack(Tracer& tracer) override;  // the keys
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  void set_item(PyObject* key, ValuePtr value);
+  int find(PyObject* key) const;  // index or -1
+  bool mutable_here() const { return mutable_here_; }
+
+  std::vector<py::Ref<>> keys;  // constant keys, in insertion order
+  Args values;
+
+ private:
+  bool mutable_here_;
+};
+
+// A for-loop iterator over a known list of items (lists, tuples, ranges, dict views,
+// ModuleList/Sequential children, enumerate/zip results).
+class IteratorValue : public Value {
+ public:
+  explicit IteratorValue(Args items) : items_(std::move(items)) {}
+  std::string repr() const override;
+  ValuePtr next();  // null when exhausted
+  std::optional<Args> unpack(Tracer& tracer) override;
+
+ private:
+  Args items_;
+  size_t position_ = 0;
+};
+
+// A closure cell. Cells of the traced function come from its real closure; cells made by
+// MAKE_CELL during the trace are local and may be written.
+class CellValue : public Value {
+ public:
+  CellValue(ValuePtr contents, bool mutable_here) : contents(std::move(contents)), mutable_here(mutable_here) {}
+  std::string repr() const override;
+  ValuePtr contents;  // null: empty cell
+  bool mutable_here;
+};
+
+// ---- callables ------------------------------------------------------------------------
+// A Python function whose bytecode the tracer inlines.
+class UserFunctionValue : public Value {
+ public:
+  UserFunctionValue(py::Ref<> code, py::Ref<> globals, std::string name, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), code(std::move(code)), globals(std::move(globals)), name(std::move(name)) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)&PyFunction_Type; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  PyObject* real_object() const override { return function.get(); }
+
+  py::Ref<> code;
+  py::Ref<> globals;
+  std::string name;
+  Args defaults;
+  KwArgs kwdefaults;
+  Args closure;       // CellValues, one per free variable
+  py::Ref<> function; // the real function object, when there is one
+};
+
+// A user function bound to `self` (a user method, or a module's forward).
+class BoundMethodValue : public Value {
+ public:
+  BoundMethodValue(ValuePtr function, ValuePtr self) : function(std::move(function)), self(std::move(self)) {}
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  ValuePtr function, self;
+};
+
+// A callable recorded as a call_function node: torch.*, torch.nn.functional.*, torch._C._nn.*.
+class TorchFunctionValue : public Value {
+ public:
+  TorchFunctionValue(py::Ref<> function, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), function_(std::move(function)) {}
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  PyObject* real_object() const override { return function_.get(); }
+
+ private:
+  py::Ref<> function_;
+};
+
+// Python builtins (len, isinstance, range, ...) and pure functions (math.*, operator.*):
+// folded on constants; operator.* on tensors records the operator.
+class BuiltinValue : public Value {
+ public:
+  BuiltinValue(py::Ref<> function, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), function_(std::move(function)) {}
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  PyObject* real_object() const override { return function_.get(); }
+  PyObject* python_type() const override { return (PyObject*)Py_TYPE(function_.get()); }
+
+ private:
+  py::Ref<> function_;
+};
+
+// bytegraph.graph_break(): always a break.
+class GraphBreakValue : public Value {
+ public:
+  using Value::Value;
+  std::string repr() const override { return "GraphBreakVariable"; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+};
+
+// ---- objects --------------------------------------------------------------------------
+// An nn.Module instance. Leaf torch.nn modules are recorded as call_module nodes; other
+// modules are inlined by calling type(m).forward with self.
+class ModuleValue : public Value {
+ public:
+  ModuleValue(py::Ref<> module, bool leaf, guards::SourcePtr source)
+      : Value(std::move(source)), module_(std::move(module)), leaf_(leaf) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)Py_TYPE(module_.get()); }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  std::optional<Args> unpack(Tracer& tracer) override;  // ModuleList / Sequential children
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  PyObject* real_object() const override { return module_.get(); }
+  bool truthy(Tracer&) const override { return true; }
+
+ private:
+  py::Ref<> module_;
+  bool leaf_;
+};
+
+// A Python module (torch, math, a user module): attributes are wrapped with attribute sources.
+class PythonModuleValue : public Value {
+ public:
+  PythonModuleValue(py::Ref<> module, guards::SourcePtr source)
+      : Value(std::move(source)), module_(std::move(module)) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)&PyModule_Type; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  PyObject* real_object() const override { return module_.get(); }
+
+ private:
+  py::Ref<> module_;
+};
+
+// Any other real object: usable as a constant-like opaque value (identity comparisons,
+// isinstance), but attribute reads and calls are not understood yet.
+class OpaqueValue : public Value {
+ public:
+  OpaqueValue(py::Ref<> object, guards::SourcePtr source)
+      : Value(std::move(source)), object_(std::move(object)) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)Py_TYPE(object_.get()); }
+  PyObject* real_object() const override { return object_.get(); }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  bool truthy(Tracer&) const override { return true; }
+
+ private:
+  py::Ref<> object_;
+};
+
+}  // namespace bytegraph::trace

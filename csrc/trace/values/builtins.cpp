@@ -1,0 +1,233 @@
+// Python builtins and pure functions (math.*, operator.*, methods of constants). Most fold
+// on constant arguments; a few (len, isinstance, enumerate, zip, ...) understand symbolic
+// containers and tensors.
+#include <cstring>
+#include <unordered_map>
+
+#include "trace/operators.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+PyObject* builtin(const char* name) {
+  static PyObject* module = check(PyImport_ImportModule("builtins")).release();  // kept for the process
+  static std::unordered_map<std::string, PyObject*> cache;
+  auto found = cache.find(name);
+  if (found != cache.end()) return found->second;
+  PyObject* object = check(PyObject_GetAttrString(module, name)).release();
+  cache.emplace(name, object);
+  return object;
+}
+
+// Builtins safe to run for real on constant arguments (no I/O, no mutation of anything).
+bool foldable_builtin(PyObject* function) {
+  static const char* names[] = {"abs", "min", "max", "sum", "round", "divmod", "pow", "len", "int",
+                                "float", "bool", "str", "tuple", "range", "sorted", "any", "all",
+                                "repr", "ord", "chr", "isinstance", "issubclass", "hash", "slice",
+                                "list", "reversed", "complex", "format", "type", "callable"};
+  for (const char* name : names)
+    if (builtin(name) == function) return true;
+  return false;
+}
+
+bool is_pure_module_function(PyObject* function) {
+  if (!PyCFunction_Check(function)) return false;
+  PyObject* self = PyCFunction_GET_SELF(function);  // borrowed
+  if (self == nullptr) return false;
+  if (!PyModule_Check(self)) return true;  // a method of a constant object ("a,b".split)
+  const char* name = PyModule_GetName(self);
+  if (name == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  return std::strcmp(name, "math") == 0 || std::strcmp(name, "_operator") == 0 ||
+         std::strcmp(name, "operator") == 0;
+}
+
+ValuePtr make_int(long value) { return ConstantValue::make(check(PyLong_FromLong(value))); }
+ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
+
+Args unpack_or_fail(Tracer& tracer, const ValuePtr& value, const char* what) {
+  auto items = value->unpack(tracer);
+  if (!items) unsupported("unsupported_call", std::string(what) + " of " + value->repr());
+  return *items;
+}
+
+// The class object(s) a value stands for, for isinstance.
+py::Ref<> class_object(Tracer& tracer, const ValuePtr& value) {
+  if (PyObject* real = value->real_object()) return py::Ref<>::newref(real);
+  if (value->is_constant()) return py::Ref<>::newref(value->constant());
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+    py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(seq->items.size())));
+    for (size_t i = 0; i < seq->items.size(); ++i)
+      PyTuple_SET_ITEM(tuple.get(), i, class_object(tracer, seq->items[i]).release());
+    return tuple;
+  }
+  unsupported("unsupported_call", "isinstance with class " + value->repr());
+}
+
+ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
+  if (value->is_constant()) return fold(builtin("len"), {value});
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) return make_int(static_cast<long>(dict->keys.size()));
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) return make_int(static_cast<long>(seq->items.size()));
+  if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
+    py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), tensor->fake()));
+    return ConstantValue::make(std::move(length));
+  }
+  if (PyObject* real = value->real_object()) {
+    if (PyObject_HasAttrString(real, "__len__")) {
+      py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), real));
+      return ConstantValue::make(std::move(length));
+    }
+  }
+  return make_int(static_cast<long>(unpack_or_fail(tracer, value, "len").size()));
+}
+
+ValuePtr call_isinstance(Tracer& tracer, const Args& args) {
+  PyObject* type = args[0]->python_type();
+  if (type == nullptr) unsupported("unsupported_call", "isinstance of " + args[0]->repr());
+  py::Ref<> classes = class_object(tracer, args[1]);
+  int result = PyObject_IsSubclass(type, classes.get());
+  check_status(result);
+  return make_bool(result == 1);
+}
+
+ValuePtr call_getattr(Tracer& tracer, const Args& args) {
+  if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
+    unsupported("unsupported_call", "getattr with a non-constant name");
+  std::string name = PyUnicode_AsUTF8(args[1]->constant());
+  if (args.size() == 3) {
+    if (PyObject* real = args[0]->real_object(); real && !PyObject_HasAttrString(real, name.c_str()))
+      return args[2];
+  }
+  return args[0]->get_attr(tracer, name);
+}
+
+ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
+  if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
+    unsupported("unsupported_call", "hasattr with a non-constant name");
+  if (PyObject* real = args[0]->real_object()) return make_bool(PyObject_HasAttr(real, args[1]->constant()));
+  if (args[0]->is_constant()) return make_bool(PyObject_HasAttr(args[0]->constant(), args[1]->constant()));
+  if (auto* tensor = dynamic_cast<TensorValue*>(args[0].get()))
+    return make_bool(PyObject_HasAttr(tensor->fake(), args[1]->constant()));
+  try {
+    args[0]->get_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
+    return make_bool(true);
+  } catch (const Unsupported&) {
+    unsupported("unsupported_call", "hasattr on " + args[0]->repr());
+  }
+}
+
+ValuePtr call_enumerate(Tracer& tracer, const Args& args) {
+  long start = args.size() > 1 && args[1]->is_constant() ? PyLong_AsLong(args[1]->constant()) : 0;
+  Args items;
+  long index = start;
+  for (auto& item : unpack_or_fail(tracer, args[0], "enumerate"))
+    items.push_back(std::make_shared<SequenceValue>(false, Args{make_int(index++), item}));
+  return std::make_shared<IteratorValue>(std::move(items));
+}
+
+ValuePtr call_zip(Tracer& tracer, const Args& args) {
+  std::vector<Args> columns;
+  size_t length = SIZE_MAX;
+  for (const auto& arg : args) {
+    columns.push_back(unpack_or_fail(tracer, arg, "zip"));
+    length = std::min(length, columns.back().size());
+  }
+  if (columns.empty()) length = 0;
+  Args rows;
+  for (size_t i = 0; i < length; ++i) {
+    Args row;
+    for (auto& column : columns) row.push_back(column[i]);
+    rows.push_back(std::make_shared<SequenceValue>(false, std::move(row)));
+  }
+  return std::make_shared<IteratorValue>(std::move(rows));
+}
+
+// min/max/sum over symbolic items (tensors included: sum records additions).
+ValuePtr reduce_items(Tracer& tracer, const char* which, const Args& args) {
+  Args items = args.size() == 1 ? unpack_or_fail(tracer, args[0], which) : args;
+  if (all_constant(items)) {
+    auto list = std::make_shared<SequenceValue>(true, items);
+    py::Ref<> real = list->as_graph_arg(tracer, ArgMode::Graph);
+    return ConstantValue::make(check(PyObject_CallOneArg(builtin(which), real.get())));
+  }
+  if (std::strcmp(which, "sum") == 0) {
+    ValuePtr total = args.size() > 1 ? args[1] : make_int(0);
+    for (const auto& item : items) total = apply_operator(tracer, operator_function("add"), {total, item});
+    return total;
+  }
+  unsupported("unsupported_call", std::string(which) + " over non-constant values");
+}
+
+ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
+  if (function == builtin("tuple") || function == builtin("list")) {
+    bool is_list = function == builtin("list");
+    Args items = args.empty() ? Args{} : unpack_or_fail(tracer, args[0], is_list ? "list" : "tuple");
+    return std::make_shared<SequenceValue>(is_list, std::move(items));
+  }
+  if (function == builtin("dict")) {
+    auto dict = std::make_shared<DictValue>();
+    if (!args.empty()) {
+      if (auto* other = dynamic_cast<DictValue*>(args[0].get())) {
+        for (size_t i = 0; i < other->keys.size(); ++i) dict->set_item(other->keys[i].get(), other->values[i]);
+      } else {
+        for (const auto& pair : unpack_or_fail(tracer, args[0], "dict")) {
+          auto kv = unpack_or_fail(tracer, pair, "dict item");
+          if (kv.size() != 2 || !kv[0]->is_constant()) unsupported("unsupported_call", "dict() of " + pair->repr());
+          dict->set_item(kv[0]->constant(), kv[1]);
+        }
+      }
+    }
+    for (const auto& [name, value] : kwargs) dict->set_item(check(PyUnicode_FromString(name.c_str())).get(), value);
+    return dict;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string BuiltinValue::repr() const {
+  py::Ref<> name = py::Ref<>::steal(PyObject_GetAttrString(function_.get(), "__name__"));
+  if (!name) PyErr_Clear();
+  return "BuiltinVariable(" + (name ? py_str(name.get()) : py_repr(function_.get())) + ")";
+}
+
+ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  PyObject* function = function_.get();
+  if (function == builtin("print")) unsupported("print", "print() has a side effect outside the graph");
+  if (function == builtin("len") && args.size() == 1) return call_len(tracer, args[0]);
+  if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
+  if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
+  if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
+  if (function == builtin("iter") && args.size() == 1)
+    return std::make_shared<IteratorValue>(unpack_or_fail(tracer, args[0], "iter"));
+  if (function == builtin("next") && args.size() == 1) {
+    auto* iterator = dynamic_cast<IteratorValue*>(args[0].get());
+    if (!iterator) unsupported("unsupported_call", "next() of " + args[0]->repr());
+    ValuePtr item = iterator->next();
+    if (!item) unsupported("stop_iteration", "next() on an exhausted iterator");
+    return item;
+  }
+  if (function == builtin("enumerate") && !args.empty()) return call_enumerate(tracer, args);
+  if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
+  if (function == builtin("type") && args.size() == 1 && args[0]->python_type())
+    return tracer.wrap(args[0]->python_type(), nullptr);
+  if (all_constant(args, kwargs) && (foldable_builtin(function) || is_pure_module_function(function)))
+    return fold(function, args, kwargs);
+  if ((function == builtin("min") || function == builtin("max") || function == builtin("sum")) && kwargs.empty())
+    return reduce_items(tracer, function == builtin("min") ? "min" : function == builtin("max") ? "max" : "sum", args);
+  if (ValuePtr built = call_constructor(tracer, function, args, kwargs)) return built;
+  if (function == builtin("abs") && args.size() == 1 && args[0]->is_tensor())
+    return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);
+  if (is_pure_module_function(function) && PyModule_Check(PyCFunction_GET_SELF(function))) {
+    // operator.add(x, y) and friends on tensors are graph operations.
+    for (const auto& arg : args)
+      if (arg->is_tensor()) return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);
+  }
+  unsupported("unsupported_builtin", "calling " + repr() + " with these arguments");
+}
+
+}  // namespace bytegraph::trace

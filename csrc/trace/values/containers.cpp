@@ -1,0 +1,215 @@
+// Tuples, lists and dicts with symbolic items. Containers built during the trace may be
+// mutated; those that came from the frame's inputs may not yet (their mutation would have
+// to be replayed after the graph runs).
+#include "trace/operators.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+std::string items_repr(const Args& items) {
+  std::string text = "[";
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i]->repr();
+  return text + "]";
+}
+
+long normalise_index(PyObject* key, size_t size, const std::string& what) {
+  long index = PyLong_AsLong(key);
+  if (index == -1 && PyErr_Occurred()) throw_python_error();
+  if (index < 0) index += static_cast<long>(size);
+  if (index < 0 || index >= static_cast<long>(size)) unsupported("index_error", what + " index out of range");
+  return index;
+}
+
+// `xs.append` and friends, bound to a symbolic container.
+class ContainerMethodValue : public Value {
+ public:
+  ContainerMethodValue(ValuePtr self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
+  std::string repr() const override { return "GetAttrVariable(" + self_->repr() + ", " + name_ + ")"; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
+    if (auto* seq = dynamic_cast<SequenceValue*>(self_.get())) return call_sequence(tracer, *seq, args);
+    return call_dict(tracer, static_cast<DictValue&>(*self_), args);
+  }
+
+ private:
+  ValuePtr call_sequence(Tracer& tracer, SequenceValue& seq, const Args& args) {
+    if (name_ == "append" && args.size() == 1) {
+      seq.require_mutable("append");
+      seq.items.push_back(args[0]);
+      return ConstantValue::none();
+    }
+    if (name_ == "extend" && args.size() == 1) {
+      seq.require_mutable("extend");
+      auto items = args[0]->unpack(tracer);
+      if (!items) unsupported("unsupported_call", "extend with " + args[0]->repr());
+      seq.items.insert(seq.items.end(), items->begin(), items->end());
+      return ConstantValue::none();
+    }
+    if (name_ == "insert" && args.size() == 2 && args[0]->is_constant()) {
+      seq.require_mutable("insert");
+      long index = PyLong_AsLong(args[0]->constant());
+      long size = static_cast<long>(seq.items.size());
+      if (index < 0) index = std::max(0L, index + size);
+      index = std::min(index, size);
+      seq.items.insert(seq.items.begin() + index, args[1]);
+      return ConstantValue::none();
+    }
+    if (name_ == "pop" && args.size() <= 1) {
+      seq.require_mutable("pop");
+      if (seq.items.empty()) unsupported("index_error", "pop from an empty list");
+      long index = args.empty() ? static_cast<long>(seq.items.size()) - 1
+                                : normalise_index(args[0]->constant(), seq.items.size(), "pop");
+      ValuePtr item = seq.items[index];
+      seq.items.erase(seq.items.begin() + index);
+      return item;
+    }
+    if ((name_ == "index" || name_ == "count") && args.size() == 1) {
+      long count = 0, first = -1;
+      for (size_t i = 0; i < seq.items.size(); ++i) {
+        if (contains(tracer, std::make_shared<SequenceValue>(false, Args{seq.items[i]}), args[0])) {
+          if (first < 0) first = static_cast<long>(i);
+          ++count;
+        }
+      }
+      if (name_ == "index" && first < 0) unsupported("value_error", "index(): value not in list");
+      return ConstantValue::make(check(PyLong_FromLong(name_ == "index" ? first : count)));
+    }
+    unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
+  }
+
+  ValuePtr call_dict(Tracer&, DictValue& dict, const Args& args) {
+    if ((name_ == "keys" || name_ == "values" || name_ == "items") && args.empty()) {
+      Args items;
+      for (size_t i = 0; i < dict.keys.size(); ++i) {
+        ValuePtr key = ConstantValue::make(dict.keys[i].copy());
+        if (name_ == "keys") items.push_back(key);
+        else if (name_ == "values") items.push_back(dict.values[i]);
+        else items.push_back(std::make_shared<SequenceValue>(false, Args{key, dict.values[i]}));
+      }
+      return std::make_shared<SequenceValue>(true, std::move(items));
+    }
+    if (name_ == "get" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
+      int index = dict.find(args[0]->constant());
+      if (index >= 0) return dict.values[index];
+      return args.size() == 2 ? args[1] : ConstantValue::none();
+    }
+    if (name_ == "update" && args.size() == 1) {
+      auto* other = dynamic_cast<DictValue*>(args[0].get());
+      if (!other) unsupported("unsupported_call", "dict.update with " + args[0]->repr());
+      if (!dict.mutable_here()) unsupported("side_effect", "mutating a dict that outlives the trace");
+      for (size_t i = 0; i < other->keys.size(); ++i) dict.set_item(other->keys[i].get(), other->values[i]);
+      return ConstantValue::none();
+    }
+    unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
+  }
+
+  ValuePtr self_;
+  std::string name_;
+};
+
+}  // namespace
+
+// ---- sequences ------------------------------------------------------------------------
+
+std::string SequenceValue::repr() const {
+  return std::string(is_list_ ? "ListVariable(" : "TupleVariable(") + items_repr(items) + ")";
+}
+
+PyObject* SequenceValue::python_type() const {
+  return is_list_ ? (PyObject*)&PyList_Type : (PyObject*)&PyTuple_Type;
+}
+
+void SequenceValue::require_mutable(const std::string& what) const {
+  if (!mutable_here_)
+    unsupported("side_effect", what + " on a list that outlives the trace (" +
+                                   (source() ? source()->repr() : std::string("an input")) + ")");
+}
+
+ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
+  static const char* methods[] = {"append", "extend", "insert", "pop", "index", "count"};
+  for (const char* method : methods)
+    if (name == method) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
+  unsupported("unsupported_attribute", repr() + "." + name);
+}
+
+py::Ref<> SequenceValue::as_graph_arg(Tracer& tracer, ArgMode mode) const {
+  py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(items.size())));
+  for (size_t i = 0; i < items.size(); ++i)
+    PyList_SET_ITEM(list.get(), i, items[i]->as_graph_arg(tracer, mode).release());
+  if (is_list_) return list;
+  return check(PyList_AsTuple(list.get()));
+}
+
+ValuePtr SequenceValue::get_item(Tracer&, const ValuePtr& key) {
+  if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+  PyObject* index = key->constant();
+  if (PySlice_Check(index)) {
+    Py_ssize_t start, stop, step;
+    check_status(PySlice_Unpack(index, &start, &stop, &step));
+    Py_ssize_t count = PySlice_AdjustIndices(static_cast<Py_ssize_t>(items.size()), &start, &stop, step);
+    Args slice;
+    for (Py_ssize_t i = 0, at = start; i < count; ++i, at += step) slice.push_back(items[at]);
+    return std::make_shared<SequenceValue>(is_list_, std::move(slice));
+  }
+  if (!PyLong_Check(index)) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+  return items[normalise_index(index, items.size(), is_list_ ? "list" : "tuple")];
+}
+
+// ---- dicts ----------------------------------------------------------------------------
+
+std::string DictValue::repr() const {
+  std::string text = "ConstDictVariable({";
+  for (size_t i = 0; i < keys.size(); ++i)
+    text += (i ? ", " : "") + py_repr(keys[i].get()) + ": " + values[i]->repr();
+  return text + "})";
+}
+
+int DictValue::find(PyObject* key) const {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    int equal = PyObject_RichCompareBool(keys[i].get(), key, Py_EQ);
+    check_status(equal);
+    if (equal) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void DictValue::set_item(PyObject* key, ValuePtr value) {
+  int index = find(key);
+  if (index >= 0) {
+    values[index] = std::move(value);
+    return;
+  }
+  keys.push_back(py::Ref<>::newref(key));
+  values.push_back(std::move(value));
+}
+
+ValuePtr DictValue::get_attr(Tracer&, const std::string& name) {
+  static const char* methods[] = {"keys", "values", "items", "get", "update"};
+  for (const char* method : methods)
+    if (name == method) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
+  unsupported("unsupported_attribute", repr() + "." + name);
+}
+
+py::Ref<> DictValue::as_graph_arg(Tracer& tracer, ArgMode mode) const {
+  py::Ref<> dict = check(PyDict_New());
+  for (size_t i = 0; i < keys.size(); ++i)
+    check_status(PyDict_SetItem(dict.get(), keys[i].get(), values[i]->as_graph_arg(tracer, mode).get()));
+  return dict;
+}
+
+std::optional<Args> DictValue::unpack(Tracer&) {
+  Args items;
+  for (const auto& key : keys) items.push_back(ConstantValue::make(key.copy()));
+  return items;
+}
+
+ValuePtr DictValue::get_item(Tracer&, const ValuePtr& key) {
+  if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+  int index = find(key->constant());
+  if (index < 0) unsupported("key_error", "KeyError: " + py_repr(key->constant()));
+  return values[index];
+}
+
+}  // namespace bytegraph::trace

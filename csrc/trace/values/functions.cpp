@@ -1,0 +1,66 @@
+// Callables: user functions (inlined), bound methods, torch functions (recorded), the
+// explicit graph break, and opaque objects.
+#include "trace/operators.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+std::string UserFunctionValue::repr() const { return "UserFunctionVariable(" + name + ")"; }
+
+ValuePtr UserFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  return tracer.inline_call(*this, args, kwargs);
+}
+
+ValuePtr UserFunctionValue::get_attr(Tracer&, const std::string& attr) {
+  if (attr == "__name__") return ConstantValue::make(check(PyUnicode_FromString(name.c_str())));
+  if (attr == "__code__") return ConstantValue::make(code.copy());
+  unsupported("unsupported_attribute", repr() + "." + attr);
+}
+
+std::string BoundMethodValue::repr() const {
+  return "UserMethodVariable(" + function->repr() + ", " + self->repr() + ")";
+}
+
+ValuePtr BoundMethodValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  Args all{self};
+  all.insert(all.end(), args.begin(), args.end());
+  return function->call(tracer, all, kwargs);
+}
+
+std::string TorchFunctionValue::repr() const {
+  py::Ref<> name = py::Ref<>::steal(PyObject_GetAttrString(function_.get(), "__name__"));
+  if (!name) PyErr_Clear();
+  return "TorchInGraphFunctionVariable(" + (name ? py_str(name.get()) : py_repr(function_.get())) + ")";
+}
+
+ValuePtr TorchFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);
+}
+
+ValuePtr TorchFunctionValue::get_attr(Tracer& tracer, const std::string& name) {
+  // e.g. torch.Tensor.add used as a function, or attributes of torch submodules reached
+  // through a function object: wrap the real attribute.
+  PyObject* attribute = PyObject_GetAttrString(function_.get(), name.c_str());
+  if (attribute == nullptr) {
+    PyErr_Clear();
+    unsupported("unsupported_attribute", repr() + "." + name);
+  }
+  py::Ref<> owned = py::Ref<>::steal(attribute);
+  return tracer.wrap(owned.get(), source() ? guards::attr_source(source(), name) : nullptr);
+}
+
+ValuePtr GraphBreakValue::call(Tracer&, const Args&, const KwArgs&) {
+  unsupported("explicit_graph_break", "bytegraph.graph_break() called");
+}
+
+std::string OpaqueValue::repr() const {
+  if (PyType_Check(object_.get()))
+    return "ClassVariable(" + std::string(reinterpret_cast<PyTypeObject*>(object_.get())->tp_name) + ")";
+  return "ObjectVariable(" + std::string(Py_TYPE(object_.get())->tp_name) + ")";
+}
+
+ValuePtr OpaqueValue::call(Tracer&, const Args&, const KwArgs&) {
+  unsupported("unsupported_call", "calling " + py_repr(object_.get()) + ", which bytegraph cannot trace");
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,131 @@
+// nn.Module instances and Python modules.
+#include "graph/graph.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+bool has_hooks(PyObject* module) {
+  static const char* names[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"};
+  for (const char* name : names) {
+    py::Ref<> hooks = py::Ref<>::steal(PyObject_GetAttrString(module, name));
+    if (!hooks) {
+      PyErr_Clear();
+      continue;
+    }
+    Py_ssize_t size = PyObject_Size(hooks.get());
+    if (size < 0) PyErr_Clear();
+    if (size > 0) return true;
+  }
+  return false;
+}
+
+bool in_instance_state(PyObject* module, const std::string& name) {
+  static const char* dicts[] = {"_parameters", "_buffers", "_modules"};
+  for (const char* dict_name : dicts) {
+    py::Ref<> dict = py::Ref<>::steal(PyObject_GetAttrString(module, dict_name));
+    if (!dict) {
+      PyErr_Clear();
+      continue;
+    }
+    if (PyDict_Check(dict.get()) && PyDict_GetItemString(dict.get(), name.c_str())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string ModuleValue::repr() const {
+  return std::string(leaf_ ? "NNModuleVariable(" : "UnspecializedNNModuleVariable(") +
+         Py_TYPE(module_.get())->tp_name + (source() ? ", " + source()->repr() : std::string()) + ")";
+}
+
+ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
+  PyObject* attribute = PyObject_GetAttrString(module_.get(), name.c_str());
+  if (attribute == nullptr) {
+    PythonError error = PythonError::fetch();
+    unsupported("unsupported_attribute", error.what());
+  }
+  py::Ref<> real = py::Ref<>::steal(attribute);
+  guards::SourcePtr attr_source = source() ? guards::attr_source(source(), name) : nullptr;
+  if (PyMethod_Check(real.get()) && PyMethod_GET_SELF(real.get()) == module_.get()) {
+    // A method: inline the class's function with this module as self. The module's
+    // identity guard pins its class, so the function needs no guard of its own.
+    PyObject* function = PyMethod_GET_FUNCTION(real.get());
+    if (!PyFunction_Check(function)) unsupported("unsupported_attribute", repr() + "." + name + " is not a Python method");
+    return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(function, nullptr), shared_from_this());
+  }
+  if (PyObject_TypeCheck(real.get(), (PyTypeObject*)tracer.bridge.tensor_type.get())) {
+    if (!attr_source) unsupported("untracked_tensor", "a tensor attribute of a module with no source");
+    return tracer.wrap_module_tensor(real.get(), attr_source);
+  }
+  if (!in_instance_state(module_.get(), name)) {
+    py::Ref<> dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
+    if (!PyDict_GetItemString(dict.get(), name.c_str())) {
+      // A class attribute or property: its value is pinned by the module's class.
+      return tracer.wrap(real.get(), nullptr);
+    }
+  }
+  return tracer.wrap(real.get(), attr_source);
+}
+
+ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (has_hooks(module_.get())) unsupported("module_hooks", repr() + " has forward or backward hooks");
+  if (leaf_) {
+    std::string name = source() ? graph::identifier_from(source()->repr()) : "module";
+    return tracer.record_module_call(module_.get(), name, args, kwargs);
+  }
+  py::Ref<> forward = check(PyObject_GetAttrString((PyObject*)Py_TYPE(module_.get()), "forward"));
+  if (!PyFunction_Check(forward.get())) unsupported("unsupported_call", repr() + ".forward is not a Python function");
+  auto function = tracer.wrap_user_function(forward.get(), nullptr);
+  Args all{shared_from_this()};
+  all.insert(all.end(), args.begin(), args.end());
+  return function->call(tracer, all, kwargs);
+}
+
+std::optional<Args> ModuleValue::unpack(Tracer& tracer) {
+  py::Ref<> modules = check(PyObject_GetAttrString(module_.get(), "_modules"));
+  const char* type_name = Py_TYPE(module_.get())->tp_name;
+  std::string type(type_name);
+  if (type.find("ModuleDict") != std::string::npos) {
+    Args keys;
+    PyObject *key, *item;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(modules.get(), &position, &key, &item)) keys.push_back(ConstantValue::make(py::Ref<>::newref(key)));
+    return keys;
+  }
+  if (type.find("ModuleList") == std::string::npos && type.find("Sequential") == std::string::npos) return std::nullopt;
+  Args children;
+  PyObject *key, *item;
+  Py_ssize_t position = 0, index = 0;
+  while (PyDict_Next(modules.get(), &position, &key, &item)) {
+    guards::SourcePtr child = source() ? guards::item_source(source(), check(PyLong_FromSsize_t(index))) : nullptr;
+    children.push_back(tracer.wrap(item, child));
+    ++index;
+  }
+  return children;
+}
+
+ValuePtr ModuleValue::get_item(Tracer& tracer, const ValuePtr& key) {
+  if (!key->is_constant() || PySlice_Check(key->constant()))
+    unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+  py::Ref<> real = check(PyObject_GetItem(module_.get(), key->constant()));
+  return tracer.wrap(real.get(), source() ? guards::item_source(source(), py::Ref<>::newref(key->constant())) : nullptr);
+}
+
+std::string PythonModuleValue::repr() const {
+  return "PythonModuleVariable(" + std::string(PyModule_GetName(module_.get())) + ")";
+}
+
+ValuePtr PythonModuleValue::get_attr(Tracer& tracer, const std::string& name) {
+  PyObject* attribute = PyObject_GetAttrString(module_.get(), name.c_str());
+  if (attribute == nullptr) {
+    PythonError error = PythonError::fetch();
+    unsupported("unsupported_attribute", error.what());
+  }
+  py::Ref<> real = py::Ref<>::steal(attribute);
+  return tracer.wrap(real.get(), source() ? guards::attr_source(source(), name) : nullptr);
+}
+
+}  // namespace bytegraph::trace

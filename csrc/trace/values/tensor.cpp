@@ -1,0 +1,102 @@
+// Tensors: graph nodes with fake values. Metadata (shape, dtype, size(), dim()) is read
+// from the fake and folded to constants; everything else is recorded.
+#include <unordered_map>
+
+#include "trace/operators.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+enum class TensorAttr { Constant, Method, Property, Missing };
+
+TensorAttr tensor_attribute_kind(const std::string& name) {
+  static std::unordered_map<std::string, TensorAttr> cache;
+  auto found = cache.find(name);
+  if (found != cache.end()) return found->second;
+  py::Ref<> text = check(PyObject_CallFunction(Bridge::get().tensor_attribute_kind.get(), "s", name.c_str()));
+  std::string kind = PyUnicode_AsUTF8(text.get());
+  TensorAttr result = kind == "constant" ? TensorAttr::Constant
+                      : kind == "method" ? TensorAttr::Method
+                      : kind == "property" ? TensorAttr::Property
+                                           : TensorAttr::Missing;
+  cache.emplace(name, result);
+  return result;
+}
+
+bool is_constant_method(const std::string& name) {
+  py::Ref<> text = check(PyUnicode_FromString(name.c_str()));
+  int found = PySet_Contains(Bridge::get().tensor_constant_methods.get(), text.get());
+  check_status(found);
+  return found == 1;
+}
+
+}  // namespace
+
+std::string TensorValue::repr() const {
+  std::string name = display_name.empty() ? "node" + std::to_string(node_) : display_name;
+  py::Ref<> text = check(PyObject_CallOneArg(Bridge::get().describe_fake.get(), fake_.get()));
+  return "TensorVariable(" + name + ": " + PyUnicode_AsUTF8(text.get()) + ")";
+}
+
+PyObject* TensorValue::python_type() const { return (PyObject*)Py_TYPE(fake_.get()); }
+
+ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
+  switch (tensor_attribute_kind(name)) {
+    case TensorAttr::Constant:
+      return ConstantValue::make(check(PyObject_GetAttrString(fake_.get(), name.c_str())));
+    case TensorAttr::Method:
+      return std::make_shared<TensorMethodValue>(shared_from_this(), name);
+    case TensorAttr::Property: {
+      // x.T, x.mT, x.real: recorded as getattr(x, name).
+      ValuePtr attr_name = ConstantValue::make(check(PyUnicode_FromString(name.c_str())));
+      return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(tracer.bridge.getattr.get()),
+                           {shared_from_this(), attr_name}, {});
+    }
+    case TensorAttr::Missing:
+      break;
+  }
+  unsupported("unsupported_attribute", "Tensor has no attribute '" + name + "'");
+}
+
+py::Ref<> TensorValue::as_graph_arg(Tracer& tracer, ArgMode mode) const {
+  if (mode == ArgMode::Fake) return fake_.copy();
+  return tracer.graph.node(node_).ref.copy();
+}
+
+bool TensorValue::truthy(Tracer&) const {
+  unsupported("data_dependent_branch", "branching on the value of " + repr());
+}
+
+std::optional<Args> TensorValue::unpack(Tracer& tracer) {
+  py::Ref<> shape = check(PyObject_GetAttrString(fake_.get(), "shape"));
+  if (PyTuple_GET_SIZE(shape.get()) == 0) unsupported("unsupported_iteration", "iterating a 0-d tensor");
+  long length = PyLong_AsLong(PyTuple_GET_ITEM(shape.get(), 0));
+  Args items;
+  for (long i = 0; i < length; ++i)
+    items.push_back(get_item(tracer, ConstantValue::make(check(PyLong_FromLong(i)))));
+  return items;
+}
+
+ValuePtr TensorValue::get_item(Tracer& tracer, const ValuePtr& key) {
+  return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(operator_function("getitem")),
+                       {shared_from_this(), key}, {});
+}
+
+std::string TensorMethodValue::repr() const { return "GetAttrVariable(" + tensor_->repr() + ", " + name_ + ")"; }
+
+ValuePtr TensorMethodValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (name_ == "item" || name_ == "tolist")
+    unsupported("data_dependent_op", "Tensor." + name_ + "() reads tensor data");
+  if (is_constant_method(name_) && all_constant(args, kwargs)) {
+    auto* tensor = static_cast<TensorValue*>(tensor_.get());
+    py::Ref<> method = check(PyObject_GetAttrString(tensor->fake(), name_.c_str()));
+    return fold(method.get(), args, kwargs);
+  }
+  Args all{tensor_};
+  all.insert(all.end(), args.begin(), args.end());
+  return tracer.record(graph::Op::CallMethod, check(PyUnicode_FromString(name_.c_str())), all, kwargs);
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,136 @@
+// The Value base: defaults that decline, and the shared helpers.
+#include "trace/value.h"
+
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+void unsupported(const std::string& kind, const std::string& message) { throw Unsupported(kind, message); }
+
+std::string py_repr(PyObject* object) {
+  PyObject* text = PyObject_Repr(object);
+  if (text == nullptr) {
+    PyErr_Clear();
+    return "<unrepresentable>";
+  }
+  py::Ref<> owned = py::Ref<>::steal(text);
+  const char* utf8 = PyUnicode_AsUTF8(text);
+  if (utf8 == nullptr) {
+    PyErr_Clear();
+    return "<unrepresentable>";
+  }
+  return utf8;
+}
+
+std::string py_str(PyObject* object) {
+  if (PyUnicode_Check(object)) return PyUnicode_AsUTF8(object);
+  return py_repr(object);
+}
+
+PyObject* Value::constant() const { throw InternalError("constant() on non-constant " + repr()); }
+
+ValuePtr Value::get_attr(Tracer&, const std::string& name) {
+  unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "')");
+}
+
+ValuePtr Value::call(Tracer&, const Args&, const KwArgs&) {
+  unsupported("unsupported_call", "calling " + repr());
+}
+
+py::Ref<> Value::as_graph_arg(Tracer&, ArgMode) const {
+  unsupported("unsupported_graph_arg", repr() + " as an argument of a graph operation");
+}
+
+bool Value::truthy(Tracer&) const { unsupported("unsupported_branch", "truth value of " + repr()); }
+
+std::optional<Args> Value::unpack(Tracer&) { return std::nullopt; }
+
+ValuePtr Value::get_item(Tracer&, const ValuePtr& key) {
+  unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+}
+
+ValuePtr NullValue::get() {
+  static ValuePtr null = std::make_shared<NullValue>();
+  return null;
+}
+
+// ---- constants ------------------------------------------------------------------------
+
+ValuePtr ConstantValue::make(py::Ref<> object, guards::SourcePtr source) {
+  return std::make_shared<ConstantValue>(std::move(object), std::move(source));
+}
+
+ValuePtr ConstantValue::none() {
+  static ValuePtr none = make(py::Ref<>::newref(Py_None));
+  return none;
+}
+
+std::string ConstantValue::repr() const { return "ConstantVariable(" + py_repr(object_.get()) + ")"; }
+
+ValuePtr ConstantValue::get_attr(Tracer&, const std::string& name) {
+  // Attributes of immutable constants are constants (or bound methods of them, which fold
+  // when called on constants).
+  PyObject* attribute = PyObject_GetAttrString(object_.get(), name.c_str());
+  if (attribute == nullptr) {
+    PythonError error = PythonError::fetch();
+    unsupported("constant_fold_raised", error.what());
+  }
+  py::Ref<> owned = py::Ref<>::steal(attribute);
+  if (PyCallable_Check(attribute) && !PyType_Check(attribute))
+    return std::make_shared<BuiltinValue>(std::move(owned));
+  return ConstantValue::make(std::move(owned));
+}
+
+py::Ref<> ConstantValue::as_graph_arg(Tracer&, ArgMode) const { return object_.copy(); }
+
+bool ConstantValue::truthy(Tracer&) const {
+  int result = PyObject_IsTrue(object_.get());
+  check_status(result);
+  return result == 1;
+}
+
+std::optional<Args> ConstantValue::unpack(Tracer&) {
+  PyObject* object = object_.get();
+  if (!(PyTuple_Check(object) || PyList_Check(object) || PyUnicode_Check(object) ||
+        PyRange_Check(object) || PyBytes_Check(object)))
+    return std::nullopt;
+  py::Ref<> items = check(PySequence_List(object));
+  Args values;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.get()); ++i)
+    values.push_back(ConstantValue::make(py::Ref<>::newref(PyList_GET_ITEM(items.get(), i))));
+  return values;
+}
+
+ValuePtr ConstantValue::get_item(Tracer&, const ValuePtr& key) {
+  if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+  PyObject* item = PyObject_GetItem(object_.get(), key->constant());
+  if (item == nullptr) {
+    PythonError error = PythonError::fetch();
+    unsupported("constant_fold_raised", error.what());
+  }
+  return ConstantValue::make(py::Ref<>::steal(item));
+}
+
+// ---- iterators and cells --------------------------------------------------------------
+
+std::string IteratorValue::repr() const {
+  return "ListIteratorVariable(length=" + std::to_string(items_.size()) + ", index=" +
+         std::to_string(position_) + ")";
+}
+
+ValuePtr IteratorValue::next() {
+  if (position_ >= items_.size()) return nullptr;
+  return items_[position_++];
+}
+
+std::optional<Args> IteratorValue::unpack(Tracer&) {
+  Args rest(items_.begin() + static_cast<long>(position_), items_.end());
+  position_ = items_.size();
+  return rest;
+}
+
+std::string CellValue::repr() const {
+  return "CellVariable(" + (contents ? contents->repr() : std::string("empty")) + ")";
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,50 @@
+"""Shared helpers for the tracer tests: trace, run the graph, compare with eager."""
+
+import torch
+
+from bytegraph import _bridge
+from bytegraph._C import trace as _trace
+
+
+def trace(fn, *args, **kwargs):
+    return _trace.trace(fn, args, kwargs)
+
+
+def run_traced(result):
+    outputs = result.graph_module(*result.example_inputs)
+    return _bridge.rebuild_output(result.output, outputs)
+
+
+def assert_same(actual, expected):
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), f"expected a tensor, got {type(actual)}"
+        assert actual.shape == expected.shape and actual.dtype == expected.dtype
+        torch.testing.assert_close(actual, expected)
+    elif isinstance(expected, (tuple, list)):
+        assert type(actual) is type(expected) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same(a, e)
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict) and list(actual) == list(expected)
+        for key in expected:
+            assert_same(actual[key], expected[key])
+    else:
+        assert actual == expected
+
+
+def check(fn, *args, **kwargs):
+    """Traces fn, runs the graph on the example inputs and compares with running fn eagerly."""
+    result = trace(fn, *args, **kwargs)
+    with torch.no_grad():
+        expected = fn(*args, **kwargs)
+        actual = run_traced(result)
+    assert_same(actual, expected)
+    return result
+
+
+def nodes(result, op=None):
+    return [n for n in result.graph_module.graph.nodes if op is None or n.op == op]
+
+
+def targets(result, op):
+    return [n.target for n in nodes(result, op)]

@@ -1,0 +1,126 @@
+"""Whole models: leaf torch.nn modules become call_module nodes, user modules are inlined."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tests._trace_helpers import check, nodes, targets
+
+
+def setup_module():
+    torch.manual_seed(0)
+
+
+def test_mlp_sequential_is_inlined_into_its_leaves():
+    mlp = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    result = check(mlp, torch.randn(2, 8))
+    assert targets(result, "call_module") == ["self_0", "self_1", "self_2"]
+    assert result.graph_module.self_0 is mlp[0]
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(8 * 3 * 3, 5)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn(self.conv(x))))
+        x = x.view(x.size(0), -1)
+        return self.fc(x)
+
+
+def test_cnn_in_eval_with_view_of_folded_size():
+    cnn = CNN().eval()
+    result = check(cnn, torch.randn(2, 3, 8, 8))
+    assert targets(result, "call_module") == ["self_conv", "self_bn", "self_pool", "self_fc"]
+    view = [n for n in nodes(result, "call_method") if n.target == "view"][0]
+    assert view.args[1:] == (2, -1)  # x.size(0) folded to a constant
+    assert not [n for n in nodes(result) if n.target == "size"]
+
+
+class Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        self.norm = nn.LayerNorm(4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        for layer in self.layers:
+            x = x + layer(x)
+        return self.drop(self.norm(x))
+
+
+def test_modulelist_loop_is_unrolled():
+    result = check(Blocks().eval(), torch.tensor([[1, 2, 3]]))
+    assert targets(result, "call_module") == [
+        "self_emb", "self_layers_0", "self_layers_1", "self_layers_2", "self_norm", "self_drop"]
+    assert any("L['self'].layers[2]" in line for line in result.guards)
+
+
+class WithParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 4))
+        self.register_buffer("offset", torch.ones(4))
+        self.inner = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.helper(x @ self.weight) + self.offset
+
+    def helper(self, y):
+        return self.inner(y).tanh()
+
+
+def test_parameters_and_buffers_read_in_a_user_forward_are_get_attr_nodes():
+    module = WithParameter()
+    result = check(module, torch.randn(2, 4))
+    assert targets(result, "get_attr") == ["self_weight", "self_offset"]
+    assert result.graph_module.self_weight is module.weight
+    assert result.inputs == ["L['x']"]
+    assert targets(result, "call_module") == ["self_inner"]
+
+
+def test_multihead_attention_is_a_leaf_module():
+    mha = nn.MultiheadAttention(8, 2).eval()
+
+    def attend(q):
+        out, _ = mha(q, q, q)
+        return out
+
+    result = check(attend, torch.randn(3, 1, 8))
+    assert targets(result, "call_module") == ["mha"]
+
+
+def test_transformer_encoder_layer_eval_inlines_its_forward():
+    # Traced as the root, the layer's own forward (torch.nn Python code) is interpreted;
+    # its submodules are leaves.
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16).eval()
+    result = check(layer, torch.randn(3, 1, 8))
+    called = targets(result, "call_module")
+    assert called[0] == "self_self_attn"
+    assert {"self_linear1", "self_linear2", "self_norm1", "self_norm2"} <= set(called)
+
+
+def test_transformer_encoder_layer_called_from_a_user_module_is_a_leaf():
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16).eval()
+
+    def encode(x):
+        return layer(x) * 2
+
+    result = check(encode, torch.randn(3, 1, 8))
+    assert targets(result, "call_module") == ["layer"]
+
+
+def test_training_mode_dropout_is_recorded_not_run():
+    # In training mode dropout is random: only check the graph's structure.
+    from tests._trace_helpers import trace
+
+    result = trace(nn.Sequential(nn.Dropout(0.5)), torch.randn(4))
+    assert targets(result, "call_module") == ["self_0"]
+    assert any("training" in line for line in result.guards)

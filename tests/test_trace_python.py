@@ -1,0 +1,202 @@
+"""Python semantics inside a trace: calls, closures, containers, constants, control flow."""
+
+import math
+import operator
+
+import torch
+import torch.nn.functional as F
+
+from bytegraph import _bridge
+from tests._trace_helpers import check, nodes, targets, trace
+
+
+def _helper(x, scale=2.0):
+    return x * scale
+
+
+def test_helper_functions_are_inlined_with_defaults_and_keywords():
+    def f(x):
+        return _helper(x) + _helper(x, scale=3.0)
+
+    result = check(f, torch.arange(3.0))
+    assert targets(result, "call_function") == [operator.mul, operator.mul, operator.add]
+    assert [n.args[1] for n in nodes(result, "call_function")[:2]] == [2.0, 3.0]
+
+
+def test_closures_read_cells_of_the_traced_and_inlined_functions():
+    k = 3
+
+    def inner(y):
+        return y * k
+
+    def f(x):
+        j = 2
+
+        def nested(z):
+            return z + j
+
+        return nested(inner(x))
+
+    result = check(f, torch.arange(3.0))
+    assert [n.args[1] for n in nodes(result, "call_function")] == [3, 2]
+    # The traced function's own cell is guarded by name; the inlined one's through its function.
+    assert any(line.startswith("closure['inner']: ID_MATCH") for line in result.guards)
+    assert any(line.startswith("closure['inner'].__closure__[0].cell_contents: EQUALS_MATCH 3")
+               for line in result.guards)
+
+
+def test_star_args_and_star_kwargs_in_both_directions():
+    def g(*xs, **kw):
+        return sum(xs) * kw["s"]
+
+    def f(a, b, **options):
+        args = (a, b)
+        return g(*args, **options)
+
+    check(f, torch.ones(2), torch.arange(2.0), s=2)
+
+
+def test_list_and_dict_comprehensions_and_cat_of_a_list():
+    def f(x):
+        ys = [x * i for i in range(3)]
+        table = {f"k{i}": y for i, y in enumerate(ys)}
+        return torch.cat(ys), table
+
+    result = check(f, torch.arange(2.0))
+    cat = [n for n in nodes(result, "call_function") if n.target is torch.cat][0]
+    assert isinstance(cat.args[0], list) and len(cat.args[0]) == 3
+    assert list(result.output[1]) == ["k0", "k1", "k2"]
+
+
+def test_tensor_attribute_folding():
+    def f(x):
+        n = x.shape[0]
+        return x.view(n, -1).sum(dim=1) + x.dim() + x.size(1) + x.ndim + x.numel()
+
+    result = check(f, torch.arange(24.0).reshape(2, 3, 4))
+    assert not [n for n in nodes(result) if n.target in ("size", "dim", "numel")]
+    assert [n.target for n in nodes(result, "call_method")] == ["view", "sum"]
+
+
+def test_in_place_ops_on_intermediates():
+    def f(x):
+        y = x.clone()
+        y.add_(1)
+        y *= 2
+        y[0] = 0
+        return y.relu().neg().abs()
+
+    result = check(f, torch.ones(3))
+    assert operator.setitem in targets(result, "call_function")
+
+
+def test_tuple_dict_and_constant_returns():
+    def f(x):
+        return {"a": x + 1, "b": (x, 2), "c": None}
+
+    result = check(f, torch.arange(2.0))
+    assert result.output["b"][1] == _bridge.Constant(2)
+    assert result.output["c"] == _bridge.Constant(None)
+
+
+def test_constant_folding_records_nothing():
+    def f(x, n):
+        a = n * 2 + math.floor(2.5) + operator.add(1, 2) + len([1, 2]) + max(n, 3) + abs(-1)
+        return x + a
+
+    result = check(f, torch.zeros(2), 5)
+    assert targets(result, "call_function") == [operator.add]
+    assert nodes(result, "call_function")[0].args[1] == 5 * 2 + 2 + 3 + 2 + 5 + 1
+    assert "L['n']: EQUALS_MATCH 5" in result.guards
+
+
+def test_unpacking_split_results():
+    def f(x):
+        a, *rest = x.split(1)
+        b, c = rest
+        return a * b * c
+
+    check(f, torch.arange(1.0, 4.0))
+
+
+def test_is_none_and_isinstance_branches_fold():
+    def f(x, y=None):
+        if y is None and isinstance(x, torch.Tensor) and not isinstance(x, (int, float)):
+            return x + 1
+        return x
+
+    result = check(f, torch.arange(2.0))
+    assert len(nodes(result, "call_function")) == 1
+
+
+def test_loops_over_ranges_zip_and_dict_items():
+    def f(xs, weights):
+        total = 0
+        for i in range(len(xs)):
+            total = total + xs[i]
+        for x, w in zip(xs, [1, 2]):
+            total = total + x * w
+        for key, value in weights.items():
+            if key == "scale":
+                total = total * value
+        return total
+
+    check(f, [torch.ones(2), torch.arange(2.0)], {"scale": 3, "other": 1})
+
+
+def test_functional_and_torch_functions_with_keywords():
+    def f(x):
+        return F.gelu(x) + torch.sigmoid(x) + F.softmax(x, dim=-1) + torch.sum(x, dim=0, keepdim=True)
+
+    result = check(f, torch.randn(2, 3))
+    assert F.gelu in targets(result, "call_function")
+
+
+def test_chained_methods_and_properties():
+    def f(x):
+        return (x.T @ x).float().contiguous().transpose(0, 1).mean(dim=0)
+
+    check(f, torch.randn(2, 3))
+
+
+def test_list_mutation_of_lists_built_in_the_trace():
+    def f(x):
+        out = []
+        out.append(x)
+        out.extend([x * 2, x * 3])
+        out.insert(0, x - 1)
+        last = out.pop()
+        out[0] = last
+        return torch.stack(out)
+
+    check(f, torch.arange(3.0))
+
+
+def test_string_formatting_on_constants():
+    def f(x, name):
+        label = f"{name}-{x.shape[0]:03d}"
+        return {label: x}
+
+    result = check(f, torch.ones(4), "t")
+    assert list(result.output) == ["t-004"]
+
+
+def test_same_tensor_passed_twice_is_one_placeholder():
+    def f(a, b):
+        return a + b
+
+    x = torch.ones(2)
+    result = check(f, x, x)
+    assert len(nodes(result, "placeholder")) == 1
+
+
+def test_global_tensor_is_an_input_with_a_global_source():
+    result = check(_uses_global, torch.ones(3))
+    assert result.inputs == ["L['x']", "G['_GLOBAL_BIAS']"]
+
+
+_GLOBAL_BIAS = torch.arange(3.0)
+
+
+def _uses_global(x):
+    return x + _GLOBAL_BIAS

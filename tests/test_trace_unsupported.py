@@ -1,0 +1,173 @@
+"""What the tracer declines: each case raises bytegraph._C.Unsupported with a stable kind,
+the user's location, and the graph rolled back to the breaking instruction."""
+
+import os
+
+import pytest
+import torch
+
+import bytegraph._C as C
+from tests._trace_helpers import trace
+
+
+def break_kind(fn, *args, **kwargs):
+    with pytest.raises(C.Unsupported) as info:
+        trace(fn, *args, **kwargs)
+    return info.value
+
+
+def test_an_opcode_without_a_handler():
+    def f(x):
+        seen = {1, 2}
+        return x + len(seen)
+
+    error = break_kind(f, torch.ones(2))
+    assert error.kind == "unsupported_opcode"
+    assert "BUILD_SET" in error.message
+    assert f"{__file__}:" in error.message and "in f" in error.message
+
+
+def test_branch_on_a_tensor():
+    def f(x):
+        while x.sum() > 0:
+            x = x - 1
+        return x
+
+    assert break_kind(f, torch.ones(2)).kind == "data_dependent_branch"
+
+
+def test_print_is_a_break():
+    def f(x):
+        print("hello")
+        return x
+
+    assert break_kind(f, torch.ones(2)).kind == "print"
+
+
+def test_item_and_data_dependent_output_shapes():
+    def item(x):
+        return x.sum().item()
+
+    def nonzero(x):
+        return torch.nonzero(x)
+
+    assert break_kind(item, torch.ones(2)).kind == "data_dependent_op"
+    assert break_kind(nonzero, torch.ones(2)).kind == "data_dependent_op"
+
+
+def _explicit_break():
+    pass
+
+
+_explicit_break._bytegraph_graph_break = True
+
+
+def test_explicit_graph_break_marker():
+    def f(x):
+        y = x + 1
+        _explicit_break()
+        return y
+
+    error = break_kind(f, torch.ones(2))
+    assert error.kind == "explicit_graph_break"
+    assert [n.target.__name__ for n in error.partial.graph_module.graph.nodes if n.op == "call_function"] == ["add"]
+
+
+def test_side_effects_on_inputs_attributes_and_outer_cells():
+    def append_to_input(xs, x):
+        xs.append(x)
+        return x
+
+    class Holder:
+        pass
+
+    def set_attr(obj, x):
+        obj.value = x
+        return x
+
+    counter = 0
+
+    def bump(x):
+        nonlocal counter
+        counter += 1
+        return x
+
+    assert break_kind(append_to_input, [], torch.ones(1)).kind == "side_effect"
+    assert break_kind(set_attr, Holder(), torch.ones(1)).kind == "side_effect"
+    assert break_kind(bump, torch.ones(1)).kind == "side_effect"
+
+
+def test_unknown_c_function():
+    def f(x):
+        return x + os.getpid()
+
+    assert break_kind(f, torch.ones(1)).kind == "unsupported_call"
+
+
+def test_generators_are_declined():
+    def gen(x):
+        yield x
+
+    def f(x):
+        return list(gen(x))
+
+    assert break_kind(f, torch.ones(1)).kind == "generator"
+
+
+def test_bad_call_of_an_inlined_function_is_a_break_not_a_crash():
+    def g(a, b):
+        return a + b
+
+    def f(x):
+        return g(x)
+
+    error = break_kind(f, torch.ones(1))
+    assert error.kind == "bad_call" and "missing" in error.message
+
+
+def _helper_that_breaks(y):
+    z = y * 2
+    print(z)
+    return z
+
+
+def test_rollback_from_deep_inside_an_inlined_call():
+    def f(x):
+        a = x + 1
+        b = _helper_that_breaks(a)
+        return b
+
+    error = break_kind(f, torch.ones(2))
+    assert error.kind == "print"
+    partial = error.partial
+    # The multiplication recorded inside the call is gone, and so are the guards read there.
+    ops = [n.target.__name__ for n in partial.graph_module.graph.nodes if n.op == "call_function"]
+    assert ops == ["add"]
+    assert not any("print" in line for line in partial.guards)
+    assert any(line.startswith("G['_helper_that_breaks']") for line in partial.guards)
+    # The user stack names both frames, outermost first; the break is at f's CALL.
+    assert len(error.user_stack) == 2
+    assert error.user_stack[0].endswith("in f") and error.user_stack[1].endswith("in _helper_that_breaks")
+    assert partial.graph_break["opname"] == "CALL"
+    # The live tensor `a` is a graph output, so the rest of f could continue from it.
+    (out,) = [o for o in partial.graph_module(*partial.example_inputs) if o.shape == (2,) and o[0] == 2]
+    torch.testing.assert_close(out, torch.full((2,), 2.0))
+
+
+def test_rollback_drops_inputs_created_by_the_abandoned_instruction():
+    def f(x):
+        y = x * 3
+        return _helper_reading_global_then_breaking(y)
+
+    error = break_kind(f, torch.ones(2))
+    assert error.partial.inputs == ["L['x']"]
+    assert len([n for n in error.partial.graph_module.graph.nodes if n.op == "placeholder"]) == 1
+
+
+_GLOBAL = torch.ones(2)
+
+
+def _helper_reading_global_then_breaking(y):
+    w = y + _GLOBAL
+    print(w)
+    return w
