@@ -66,8 +66,20 @@ std::string frame_location(const FrameState& frame) {
   return frame.code->filename + ":" + std::to_string(line) + " in " + frame.code->name;
 }
 
+void log_instruction(Tracer& tracer, const FrameState& frame, const bytecode::Instruction& inst) {
+  std::string line = std::string("TRACE ") + opcode_name(inst.opcode);
+  if (inst.argval) line += " " + py_repr(inst.argval.get());
+  else if (inst.arg >= 0) line += " " + std::to_string(inst.arg);
+  line += " [";
+  for (size_t i = 0; i < frame.stack.size(); ++i) line += (i ? ", " : "") + frame.stack[i]->repr();
+  line += "]";
+  py::Ref<> text = check(PyUnicode_FromString(line.c_str()));
+  check(PyObject_CallOneArg(tracer.log.get(), text.get()));
+}
+
 // Runs one instruction; on a break, the innermost frame records the user stack.
 void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) {
+  if (tracer.log) log_instruction(tracer, frame, inst);
   Handler handler = handlers()[inst.opcode];
   try {
     if (handler == nullptr)

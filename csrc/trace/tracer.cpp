@@ -367,8 +367,11 @@ bool contains_tensor(PyObject* object, PyObject* tensor_type) {
 
 ValuePtr Tracer::wrap_result(int node, PyObject* result) {
   PyObject* tensor_type = bridge.tensor_type.get();
-  if (PyObject_TypeCheck(result, (PyTypeObject*)tensor_type))
-    return std::make_shared<TensorValue>(node, py::Ref<>::newref(result));
+  if (PyObject_TypeCheck(result, (PyTypeObject*)tensor_type)) {
+    auto value = std::make_shared<TensorValue>(node, py::Ref<>::newref(result));
+    value->target = graph.node(node).target.copy();
+    return value;
+  }
   if (!contains_tensor(result, tensor_type)) {
     // An op returning None ran for its effect (x[i] = v): keep its node.
     if (result == Py_None) return ConstantValue::none();
@@ -391,7 +394,9 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
       py::Ref<> args = check(PyTuple_Pack(2, graph.node(node).ref.get(), index.get()));
       graph::Node& getitem = graph.append(graph::Op::CallFunction, py::Ref<>::newref(bridge.getitem.get()),
                                           std::move(args), nullptr, py::Ref<>::newref(item.get()), location());
-      items.push_back(std::make_shared<TensorValue>(getitem.index, std::move(item)));
+      auto value = std::make_shared<TensorValue>(getitem.index, std::move(item));
+      value->target = graph.node(node).target.copy();
+      items.push_back(std::move(value));
     } else if (classify(item.get()) == ObjectKind::Constant) {
       items.push_back(ConstantValue::make(std::move(item)));
     } else {

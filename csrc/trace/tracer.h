@@ -69,6 +69,9 @@ class Tracer {
   GuardLog guards;
   std::vector<FrameState*> frames;  // outermost first
   std::vector<std::string> pending_user_stack;  // filled by the innermost frame on a break
+  // Called with one "TRACE <opname> <argval> [<stack reprs>]" line before each instruction;
+  // null when nobody listens (then logging costs nothing).
+  py::Ref<> log;
 
   CodeInfo& code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }

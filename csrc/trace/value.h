@@ -106,7 +106,8 @@ class TensorValue : public Value {
   std::optional<Args> unpack(Tracer& tracer) override;
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   PyObject* fake() const { return fake_.get(); }  // borrowed
-  std::string display_name;  // the node's readable name for reprs
+  std::string display_name;  // placeholders and get_attr: the node's name, for reprs
+  py::Ref<> target;          // other nodes: what they call, named in reprs
 
  private:
   int node_;
