@@ -34,6 +34,10 @@ nb::object break_info(const std::optional<trace::BreakInfo>& info) {
   result["offset"] = info->offset;
   result["opname"] = info->opname;
   result["user_stack"] = nb::cast(info->user_stack);
+  result["stack"] = nb::cast(info->stack);
+  nb::dict locals;
+  for (const auto& [name, repr] : info->locals) locals[nb::cast(name)] = repr;
+  result["locals"] = locals;
   return result;
 }
 

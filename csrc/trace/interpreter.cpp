@@ -57,6 +57,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
   frame.pc = checkpoint.pc;
   frame.current = frame.code->instructions[frame.pc].get();
   frame.result = nullptr;
+  tracer.journal.undo_to(0);
   tracer.truncate(checkpoint.graph_length);
   tracer.guards.truncate(checkpoint.guard_count);
 }
@@ -112,6 +113,7 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
       step(tracer, frame, inst);
       continue;
     }
+    tracer.journal.clear();  // the previous instruction completed: nothing to undo
     Checkpoint checkpoint = take_checkpoint(tracer, frame);
     ++frame.pc;
     try {
@@ -126,6 +128,9 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
       tracer.pending_user_stack.clear();
       std::string where = break_info->user_stack.empty() ? frame_location(frame) : break_info->user_stack.back();
       break_info->message = std::string(error.what()) + " (at " + where + ")";
+      for (const auto& value : frame.stack) break_info->stack.push_back(value->repr());
+      for (size_t i = 0; i < frame.locals.size(); ++i)
+        if (frame.locals[i]) break_info->locals.emplace_back(frame.code->localsplus_names[i], frame.locals[i]->repr());
       return nullptr;
     }
   }

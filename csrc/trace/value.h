@@ -190,6 +190,8 @@ class IteratorValue : public Value {
   std::string repr() const override;
   ValuePtr next();  // null when exhausted
   std::optional<Args> unpack(Tracer& tracer) override;
+  size_t position() const { return position_; }
+  void set_position(size_t position) { position_ = position; }
 
  private:
   Args items_;
