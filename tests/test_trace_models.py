@@ -124,3 +124,14 @@ def test_training_mode_dropout_is_recorded_not_run():
     result = trace(nn.Sequential(nn.Dropout(0.5)), torch.randn(4))
     assert targets(result, "call_module") == ["self_0"]
     assert any("training" in line for line in result.guards)
+
+
+def test_recurrent_leaf_modules_with_nested_tuple_outputs():
+    lstm = nn.LSTM(4, 6, batch_first=True).eval()
+
+    def f(x):
+        out, (h, c) = lstm(x)
+        return out.sum(1) + h[0] + c[0]
+
+    result = check(f, torch.randn(2, 3, 4))
+    assert targets(result, "call_module") == ["lstm"]

@@ -200,3 +200,11 @@ _GLOBAL_BIAS = torch.arange(3.0)
 
 def _uses_global(x):
     return x + _GLOBAL_BIAS
+
+
+def test_named_tuple_results_by_field():
+    def f(x):
+        best = torch.max(x, dim=0)
+        return best.values * 2, best.indices
+
+    check(f, torch.tensor([[1.0, 5.0], [3.0, 2.0]]))

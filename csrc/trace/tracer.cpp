@@ -384,16 +384,26 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
   }
   if (!PyTuple_Check(result) && !PyList_Check(result))
     unsupported("unsupported_op_result", "an operation returned " + py_repr((PyObject*)Py_TYPE(result)));
-  // Multiple outputs: one getitem node per tensor item.
+  return wrap_items(node, result);
+}
+
+ValuePtr Tracer::wrap_items(int node, PyObject* result) {
+  // Multiple outputs: one getitem node per item holding tensors (nested tuples nest them).
+  PyObject* tensor_type = bridge.tensor_type.get();
   Args items;
   Py_ssize_t n = PySequence_Size(result);
   for (Py_ssize_t i = 0; i < n; ++i) {
     py::Ref<> item = check(PySequence_GetItem(result, i));
-    if (PyObject_TypeCheck(item.get(), (PyTypeObject*)tensor_type)) {
+    bool tensor = PyObject_TypeCheck(item.get(), (PyTypeObject*)tensor_type);
+    if (tensor || ((PyTuple_Check(item.get()) || PyList_Check(item.get())) && contains_tensor(item.get(), tensor_type))) {
       py::Ref<> index = check(PyLong_FromSsize_t(i));
       py::Ref<> args = check(PyTuple_Pack(2, graph.node(node).ref.get(), index.get()));
       graph::Node& getitem = graph.append(graph::Op::CallFunction, py::Ref<>::newref(bridge.getitem.get()),
-                                          std::move(args), nullptr, py::Ref<>::newref(item.get()), location());
+                                          std::move(args), nullptr, item.copy(), location());
+      if (!tensor) {
+        items.push_back(wrap_items(getitem.index, item.get()));
+        continue;
+      }
       auto value = std::make_shared<TensorValue>(getitem.index, std::move(item));
       value->target = graph.node(node).target.copy();
       items.push_back(std::move(value));
@@ -404,7 +414,14 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
                                                py_repr((PyObject*)Py_TYPE(item.get())));
     }
   }
-  return std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
+  auto sequence = std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
+  // Named results (torch.return_types.max, namedtuples) keep their field names.
+  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) {
+    py::Ref<> fields = py::Ref<>::steal(PyObject_GetAttrString((PyObject*)Py_TYPE(result), "__match_args__"));
+    if (fields && PyTuple_Check(fields.get())) sequence->field_names = std::move(fields);
+    else PyErr_Clear();
+  }
+  return sequence;
 }
 
 }  // namespace bytegraph::trace

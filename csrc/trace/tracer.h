@@ -120,6 +120,7 @@ class Tracer {
  private:
   ValuePtr wrap_tensor(PyObject* real, const guards::SourcePtr& source);
   ValuePtr wrap_result(int node, PyObject* result);
+  ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;
   std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;

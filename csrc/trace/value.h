@@ -151,6 +151,7 @@ class SequenceValue : public Value {
   std::optional<Args> unpack(Tracer&) override { return items; }
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   void require_mutable(const std::string& what) const;
+  py::Ref<> field_names;  // a named tuple's fields (`values`, `indices`), or null
 
  private:
   bool is_list_;

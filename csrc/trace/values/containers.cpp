@@ -130,6 +130,11 @@ void SequenceValue::require_mutable(const std::string& what) const {
 }
 
 ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
+  if (field_names) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(field_names.get()); ++i)
+      if (name == PyUnicode_AsUTF8(PyTuple_GET_ITEM(field_names.get(), i)) && static_cast<size_t>(i) < items.size())
+        return items[i];
+  }
   static const char* methods[] = {"append", "extend", "insert", "pop", "index", "count"};
   for (const char* method : methods)
     if (name == method) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
