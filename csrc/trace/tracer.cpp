@@ -142,6 +142,17 @@ void Tracer::truncate(size_t length) {
 
 namespace {
 
+// Values EQUALS_MATCH can compare; other constants (dtypes, devices, code) are pinned by identity.
+bool is_literal(PyObject* value) {
+  if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+      PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value))
+    return true;
+  if (!PyTuple_CheckExact(value)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i)
+    if (!is_literal(PyTuple_GET_ITEM(value, i))) return false;
+  return true;
+}
+
 bool is_direct(const SourcePtr& source) {
   using K = guards::Source::Kind;
   return source && (source->kind == K::Local || source->kind == K::Global ||
@@ -219,7 +230,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   using K = GuardLog::Kind;
   switch (classify(real)) {
     case ObjectKind::Constant:
-      guards.add(K::Equals, source, real);
+      guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:
       return wrap_tensor(real, source);
