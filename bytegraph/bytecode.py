@@ -10,6 +10,10 @@ start/end/handler instructions, so a list can be edited freely: `assemble` recom
 offsets, relative jump arguments (flipping FORWARD/BACKWARD where needed), EXTENDED_ARG
 prefixes, the exception and location tables and the stack size. Arguments are recomputed
 from `argval` for constants (matched by identity), names and variables.
+
+Exception-table ranges are rebuilt from each instruction's `exn_tab_entry`: an instruction
+inserted inside a protected range should share its neighbours' entry, or it splits the range.
+New instructions without `positions` get "no location" entries in the line table.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import types
 from bytegraph._extension import _C
 
 __all__ = ["Instruction", "ExceptionTableEntry", "decode", "assemble", "dis", "stack_depth"]
+
+
+_NOT_GIVEN = object()
 
 
 class ExceptionTableEntry:
@@ -59,12 +66,15 @@ class Instruction:
         self.exn_tab_entry = exn_tab_entry
 
     @classmethod
-    def create(cls, opname, arg=None, argval=None, *, target=None, push_null=False, positions=None):
+    def create(cls, opname, arg=None, argval=_NOT_GIVEN, *, target=None, push_null=False, positions=None):
         """A new instruction; give `argval` (resolved at assembly) or a raw `arg`, or `target`
         for a jump. `push_null` sets LOAD_GLOBAL's NULL bit."""
         opcode = _opcode.opmap[opname]
+        has_argval = argval is not _NOT_GIVEN
+        if not has_argval:
+            argval = None
         if opcode < _opcode.HAVE_ARGUMENT:
-            if arg is not None or argval is not None:
+            if arg is not None or has_argval:
                 raise ValueError(f"{opname} takes no argument")
         elif target is not None and opcode not in _opcode.hasjrel:
             raise ValueError(f"{opname} is not a jump")
@@ -72,7 +82,11 @@ class Instruction:
             if opname != "LOAD_GLOBAL":
                 raise ValueError("push_null is only meaningful for LOAD_GLOBAL")
             arg = (arg or 0) | 1
-        if arg is None and opcode >= _opcode.HAVE_ARGUMENT and argval is None and target is None:
+        if _resolves_from_argval(opcode) and not has_argval:
+            # The argument is an index into a table of the code object being built: only
+            # the value says what is meant.
+            raise ValueError(f"{opname} needs an argval (its arg is computed at assembly)")
+        if arg is None and opcode >= _opcode.HAVE_ARGUMENT and not has_argval and target is None:
             raise ValueError(f"{opname} needs an arg, an argval or a target")
         if arg is None and opcode >= _opcode.HAVE_ARGUMENT and not _resolves_from_argval(opcode) \
                 and target is None:
@@ -102,3 +116,21 @@ def _resolves_from_argval(opcode):
 def decode(code: types.CodeType) -> list[Instruction]:
     """The instructions of `code` (reads `co_code`, never the adaptive bytecode)."""
     return _C.bytecode.decode(code)
+
+
+def assemble(instructions, like: types.CodeType, **fields) -> types.CodeType:
+    """A new code object from `instructions`; co_* fields not computed come from `like` unless
+    given, e.g. assemble(insts, like=code, co_name="g", co_consts=(None, 1))."""
+    return _C.bytecode.assemble(list(instructions), like, fields)
+
+
+def stack_depth(instructions) -> int:
+    """The maximum stack depth of `instructions` (what co_stacksize would be)."""
+    return _C.bytecode.stack_depth(list(instructions))
+
+
+def dis(code_or_instructions, current: Instruction | None = None) -> str:
+    """A dis-style listing of a code object or an instruction list; `current` is marked -->."""
+    if isinstance(code_or_instructions, types.CodeType):
+        code_or_instructions = decode(code_or_instructions)
+    return _C.bytecode.dis(list(code_or_instructions), current)

@@ -31,6 +31,7 @@ _PROBE_ARGS = sorted(
 # Unconditional transfers and scope exits: no fall-through to the next instruction.
 _UNCONDITIONAL_JUMP_NAMES = ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
 _SCOPE_EXIT_NAMES = ("RETURN_VALUE", "RAISE_VARARGS", "RERAISE")
+_LATER_SCOPE_EXIT_NAMES = ("RETURN_CONST",)  # 3.12+
 
 
 def _probe(op, arg, jump):
@@ -77,6 +78,12 @@ def _candidate_forms(op, jump):
         yield ("table_then_linear", [at(i) for i in range(size)], at(size) - b * size, b)
 
 
+def _representable(form):
+    """Whether the C++ struct can hold `form` (int8 tables of at most 16 entries)."""
+    tables = [form[2]] if form[0] == "low_bits" else [form[1]] if form[0] == "table_then_linear" else []
+    return all(len(t) <= 16 and all(-128 <= v < 128 for v in t) for t in tables)
+
+
 def fit_stack_effect(op, jump):
     """The simplest form reproducing dis.stack_effect(op, arg, jump) everywhere probed."""
     if op < opcode.HAVE_ARGUMENT:
@@ -85,10 +92,15 @@ def fit_stack_effect(op, jump):
     if _probe(op, 0, jump) is None:
         return None
     for form in _candidate_forms(op, jump):
-        if _fits(form, op, jump):
+        if _representable(form) and _fits(form, op, jump):
             return form
     raise SystemExit(f"gen_opcodes: no form reproduces dis.stack_effect for {opcode.opname[op]} "
                      f"(jump={jump}); extend _candidate_forms")
+
+
+def _cache_entries(op):
+    entries = opcode._inline_cache_entries  # a list on 3.11/3.12
+    return entries.get(opcode.opname[op], 0) if isinstance(entries, dict) else entries[op]
 
 
 def _require_names(names):
@@ -128,6 +140,7 @@ def _effect_initializer(form):
 def opcode_rows():
     unconditional = _require_names(_UNCONDITIONAL_JUMP_NAMES)
     scope_exits = _require_names(_SCOPE_EXIT_NAMES)
+    scope_exits |= {opcode.opmap[name] for name in _LATER_SCOPE_EXIT_NAMES if name in opcode.opmap}
     rows = []
     for op in range(256):
         name = opcode.opname[op]
@@ -137,7 +150,7 @@ def opcode_rows():
             "op": op,
             "name": name if known else "",
             "known": known,
-            "caches": opcode._inline_cache_entries[op] if known else 0,
+            "caches": _cache_entries(op) if known else 0,
             "has_arg": op >= opcode.HAVE_ARGUMENT,
             "is_jump": is_jump,
             "is_relative_jump": op in opcode.hasjrel,

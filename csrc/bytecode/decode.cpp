@@ -47,8 +47,9 @@ InstructionList split_instructions(std::string_view code, UnitMap& map) {
     int opcode = bytes[2 * unit];
     unsigned byte_arg = bytes[2 * unit + 1];
     if (first_unit < 0) first_unit = unit;
-    if (!is_known_opcode(opcode)) {
-      throw_malformed("unknown opcode " + std::to_string(opcode) + " at offset " + std::to_string(2 * unit));
+    if (!is_instruction_opcode(opcode)) {
+      throw_malformed("unknown opcode " + std::to_string(opcode) + (opcode == op::CACHE ? " (CACHE)" : "") +
+                      " where an instruction starts, at offset " + std::to_string(2 * unit));
     }
     if (opcode == op::EXTENDED_ARG) {
       extended = (extended | byte_arg) << 8;
@@ -78,7 +79,7 @@ InstructionList split_instructions(std::string_view code, UnitMap& map) {
 
 void link_jumps(InstructionList& instructions, const UnitMap& map) {
   for (std::size_t i = 0; i < instructions.size(); ++i) {
-    if (map.jump_unit[i] < 0 && !opcode_info(instructions[i]->opcode).is_jump) continue;
+    if (!opcode_info(instructions[i]->opcode).is_jump) continue;
     int target = map.starting_at(map.jump_unit[i]);
     if (target < 0) {
       throw_malformed(std::string(opcode_info(instructions[i]->opcode).name) + " at offset " +

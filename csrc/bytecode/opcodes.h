@@ -19,6 +19,10 @@ inline bool is_known_opcode(int opcode) {
   return opcode >= 0 && opcode < 256 && kOpcodeInfo[opcode].known;
 }
 
+// Whether `opcode` can start an instruction: a known opcode other than CACHE. (co_code
+// shows opcodes unknown to the interpreter as CACHE: they are de-quickened to 0.)
+inline bool is_instruction_opcode(int opcode) { return is_known_opcode(opcode) && opcode != op::CACHE; }
+
 // The net stack effect of `opcode` with argument `arg`, on the fall-through path or (for
 // jumps) the taken path; empty where dis.stack_effect rejects the opcode.
 inline std::optional<int> stack_effect(int opcode, int arg, bool jump) {
