@@ -235,6 +235,13 @@ def test_item_on_tuples_and_custom_mappings():
     assert_fails(tree, [{}], "L['t'][1]: item missing")
 
 
+def test_a_key_on_a_builtin_sequence_is_missing():
+    tree = tree_of(("add_equals_match", L("d", 0).item("k"), 1))
+    assert_passes(tree, [{"k": 1}])
+    assert_fails(tree, [[1]], "L['d']['k']: item missing")
+    assert_fails(tree, [(1,)], "L['d']['k']: item missing")
+
+
 def test_missing_values_fail_without_raising():
     tree = tree_of(("add_equals_match", L("self", 0).attr("fc").attr("n"), 1),
                    ("add_equals_match", g.global_("g"), 2))
@@ -372,6 +379,18 @@ def test_tensor_match_on_meta_and_parameters():
                  "L['x'] requires_grad: expected True, got False")
 
 
+def test_tensor_match_detects_a_user_subclass():
+    class MyTensor(torch.Tensor):
+        pass
+
+    x = torch.zeros(2)
+    mine = x.as_subclass(MyTensor)
+    assert_fails(tensor_tree(x), [mine],
+                 f"L['x'] type: expected torch.Tensor, got {__name__}."
+                 "test_tensor_match_detects_a_user_subclass.<locals>.MyTensor")
+    assert_passes(tensor_tree(mine), [torch.ones(2).as_subclass(MyTensor)])
+
+
 def test_tensor_match_dynamic_dims():
     tree = tensor_tree(torch.randn(3, 4), dynamic_dims=[0])
     assert_passes(tree, [torch.randn(7, 4)])
@@ -379,7 +398,12 @@ def test_tensor_match_dynamic_dims():
     inner = tensor_tree(torch.randn(3, 4), dynamic_dims=[-1])
     assert_passes(inner, [torch.randn(3, 9)])  # stride[0] scales with size[1]: unchecked
     assert_fails(inner, [torch.randn(9, 3).t()[:3]], "L['x'] stride[1]: expected 1, got 3")
-    assert "size=[?, 4]" in tree.describe()[0]
+    assert "size=[?, 4] stride=[4, 1]" in tree.describe()[0]
+    assert "size=[3, ?] stride=[?, 1]" in inner.describe()[0]
+    both = tensor_tree(torch.randn(3, 4), dynamic_dims=[1, 0])
+    assert "size=[?, ?] stride=[?, 1]" in both.describe()[0]
+    assert_passes(both, [torch.randn(5, 6)])
+    assert_fails(both, [torch.randn(6, 5).t()], "L['x'] stride[1]: expected 1, got 5")
     with pytest.raises(IndexError):
         tensor_tree(torch.randn(3), dynamic_dims=[1])
 
@@ -474,3 +498,21 @@ def test_no_reference_leaks_over_many_checks():
         assert not tree.check_locals(bad, glob)
         tree.explain_locals(bad, glob)
     assert [sys.getrefcount(o) for o in watched] == before
+
+
+def test_a_value_borrowed_from_a_dict_survives_python_code_that_drops_it():
+    glob = {}
+
+    class Fragile:
+        @property
+        def a(self):
+            glob.clear()  # drops the dict's reference: only the guard tree still holds one
+            return 1
+
+        c = 2
+
+    glob["obj"] = Fragile()
+    tree = tree_of(("add_equals_match", g.global_("obj").attr("a"), 1),
+                   ("add_equals_match", g.global_("obj").attr("c"), 2))
+    assert tree.check_locals([], glob) is True
+    assert glob == {}

@@ -10,10 +10,10 @@ Accessor::~Accessor() = default;
 
 Fetched Accessor::fetch_for_child(PyObject* parent, const FrameValues& frame) const {
   Fetched value = fetch(parent, frame);
-  // Leaf checks never run user code, but a deeper getattr can (a property), and it could
-  // drop the only reference the container held. Owning the value for that walk costs one
-  // incref; values read from the frame or the parent itself are kept alive by them.
-  if (value && child_->has_accessors() && borrows_from_container()) value.own();
+  // A getattr below this value (a property), or a leaf that can run Python code, could drop
+  // the only reference the container held. Owning the value for that walk costs one incref;
+  // values read from the frame or the parent itself are kept alive by them.
+  if (value && borrows_from_container() && child_->may_run_python()) value.own();
   return value;
 }
 
@@ -148,8 +148,11 @@ class ItemAccessor final : public Accessor {
     }
   }
   Fetched fetch(PyObject* parent, const FrameValues&) const override {
-    if (has_index_ && (PyList_CheckExact(parent) || PyTuple_CheckExact(parent))) {
-      return sequence_item(parent);
+    if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
+      if (has_index_) return sequence_item(parent);
+      // A builtin sequence indexed by a non-integer key (a dict replaced by a list) has no
+      // such item; only slices are valid there besides integers.
+      if (!PyLong_Check(key_.get()) && !PySlice_Check(key_.get())) return Fetched::missing();
     }
     return mapping_item(parent, key_.get());
   }

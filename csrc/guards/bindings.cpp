@@ -86,11 +86,6 @@ class PyFrame {
   FrameValues values_;
 };
 
-PyFrame make_frame(nb::handle locals, nb::handle globals, nb::handle builtins,
-                   nb::handle closure) {
-  return PyFrame(locals, globals, builtins, closure);
-}
-
 void bind_sources(nb::module_& m) {
   nb::class_<PySource>(m, "Source", "Where a guarded value comes from (immutable).")
       .def("__repr__", [](const PySource& s) { return s.source->repr(); })
@@ -109,7 +104,7 @@ void bind_sources(nb::module_& m) {
       .def("item", [](const PySource& s, nb::handle key) {
         if (PyObject_Hash(key.ptr()) == -1) throw_python_error();
         return PySource{guards::item_source(s.source, py::Ref<>::newref(key.ptr()))};
-      })
+      }, nb::arg("key").none())
       .def("type", [](const PySource& s) { return PySource{guards::type_source(s.source)}; });
 
   m.def("local", [](std::string name, int slot) {
@@ -168,7 +163,7 @@ void bind_guard_tree(nb::module_& m) {
       .def("check_locals",
            [](const PyGuardTree& t, nb::handle locals, nb::handle globals, nb::handle builtins,
               nb::handle closure) {
-             PyFrame frame = make_frame(locals, globals, builtins, closure);
+             PyFrame frame(locals, globals, builtins, closure);
              return t.tree->check(frame.values());
            },
            nb::arg("locals"), nb::arg("globals") = nb::none(), nb::arg("builtins") = nb::none(),
@@ -176,7 +171,7 @@ void bind_guard_tree(nb::module_& m) {
       .def("explain_locals",
            [](const PyGuardTree& t, nb::handle locals, nb::handle globals, nb::handle builtins,
               nb::handle closure) {
-             PyFrame frame = make_frame(locals, globals, builtins, closure);
+             PyFrame frame(locals, globals, builtins, closure);
              return t.tree->explain_failure(frame.values());
            },
            nb::arg("locals"), nb::arg("globals") = nb::none(), nb::arg("builtins") = nb::none(),
@@ -186,7 +181,7 @@ void bind_guard_tree(nb::module_& m) {
       .def("time_check",
            [](const PyGuardTree& t, nb::handle locals, nb::handle globals, nb::handle builtins,
               nb::handle closure, long iterations) {
-             PyFrame frame = make_frame(locals, globals, builtins, closure);
+             PyFrame frame(locals, globals, builtins, closure);
              bool all_passed = true;
              auto start = std::chrono::steady_clock::now();
              for (long i = 0; i < iterations; ++i) all_passed &= t.tree->check(frame.values());

@@ -74,10 +74,10 @@ class EqualsMatch final : public LeafGuard {
   explicit EqualsMatch(py::Ref<> value) : value_(std::move(value)) {}
   bool check(PyObject* value) const override { return constant_equal(value, value_.get()); }
   std::string explain(PyObject* value, const std::string& source) const override {
-    return source + " == " + safe_repr(value_.get()) + ": got " + safe_repr(value);
+    return source + " == " + short_repr(value_.get()) + ": got " + short_repr(value);
   }
   std::string describe(const std::string& source) const override {
-    return source + ": EQUALS_MATCH " + safe_repr(value_.get());
+    return source + ": EQUALS_MATCH " + short_repr(value_.get());
   }
   std::string dedupe_key() const override {
     // repr alone would merge 0.0 and -0.0 only if repr did; it does not, and it keeps

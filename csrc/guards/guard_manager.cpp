@@ -24,6 +24,9 @@ void GuardManager::finalize() {
   std::stable_sort(leaves_.begin(), leaves_.end(), [](const LeafPtr& a, const LeafPtr& b) {
     return a->cost_rank() < b->cost_rank();
   });
+  // Any accessor below may run Python: a getattr can hit a property, a getitem __getitem__.
+  may_run_python_ = !accessors_.empty();
+  for (const LeafPtr& leaf : leaves_) may_run_python_ |= leaf->may_run_python();
   for (const auto& accessor : accessors_) accessor->child().finalize();
 }
 

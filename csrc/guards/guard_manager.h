@@ -39,13 +39,15 @@ class GuardManager {
   size_t guard_count() const;
 
   const std::string& repr() const { return repr_; }
-  bool has_accessors() const { return !accessors_.empty(); }
+  // Whether checking this subtree can run Python code (set by finalize()).
+  bool may_run_python() const { return may_run_python_; }
 
  private:
   SourcePtr source_;
   std::string repr_;
   std::vector<LeafPtr> leaves_;
   std::vector<std::unique_ptr<Accessor>> accessors_;
+  bool may_run_python_ = false;
 };
 
 }  // namespace bytegraph::guards

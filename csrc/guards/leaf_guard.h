@@ -27,6 +27,9 @@ class LeafGuard {
   virtual std::string dedupe_key() const = 0;
   // Cheaper checks run first so that a failing frame is rejected early.
   virtual int cost_rank() const = 0;
+  // True if check() can run Python code (a dict subclass's keys(), a tensor subclass's
+  // __torch_function__), which could drop the container reference a borrowed value lives on.
+  virtual bool may_run_python() const { return false; }
 };
 
 using LeafPtr = std::shared_ptr<const LeafGuard>;

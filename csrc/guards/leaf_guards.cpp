@@ -16,14 +16,6 @@ std::string pointer_text(const void* ptr) {
   return buffer;
 }
 
-// Long reprs (a module, a big tuple) would swamp a guard listing.
-std::string short_repr(PyObject* obj) {
-  std::string text = safe_repr(obj);
-  constexpr size_t kMax = 80;
-  if (text.size() > kMax) text = text.substr(0, kMax - 3) + "...";
-  return text;
-}
-
 class TypeMatch final : public LeafGuard {
  public:
   explicit TypeMatch(PyTypeObject* type)
@@ -144,6 +136,7 @@ class DictKeysMatch final : public LeafGuard {
   }
   std::string dedupe_key() const override { return "DICT_KEYS_MATCH " + safe_repr(keys_.get()); }
   int cost_rank() const override { return kCostDictKeys; }
+  bool may_run_python() const override { return true; }
 
  private:
   bool exact_dict_matches(PyObject* dict) const {

@@ -22,6 +22,13 @@ std::string safe_repr(PyObject* obj) {
   return utf8_or_fallback(text.get(), obj);
 }
 
+std::string short_repr(PyObject* obj) {
+  std::string text = safe_repr(obj);
+  constexpr size_t kMax = 80;
+  if (text.size() > kMax) text = text.substr(0, kMax - 3) + "...";
+  return text;
+}
+
 std::string safe_str(PyObject* obj) {
   if (obj == nullptr) return "<NULL>";
   py::Ref<> text = py::Ref<>::steal(PyObject_Str(obj));

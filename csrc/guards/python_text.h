@@ -10,6 +10,9 @@ namespace bytegraph::guards {
 
 // repr(obj), or "<unprintable T>" if repr raised (the error is cleared).
 std::string safe_repr(PyObject* obj);
+// safe_repr cut to about 80 characters: long reprs (a module, a big tuple) would swamp a
+// guard listing or a failure reason.
+std::string short_repr(PyObject* obj);
 // str(obj), with the same fallback.
 std::string safe_str(PyObject* obj);
 // `int`, `torch.Tensor`, `torch.nn.parameter.Parameter`: module-qualified unless builtin.

@@ -48,7 +48,8 @@ class TensorMatch final : public LeafGuard {
     requires_grad_ = grad.get() == Py_True;
     sizes_ = int_tuple(bytegraph::check(meta.shape(tensor)).get());
     strides_ = int_tuple(bytegraph::check(meta.stride(tensor)).get());
-    for (int dim : dynamic_dims) mark_dynamic(dim);
+    const std::vector<int64_t> traced_strides = strides_;
+    for (int dim : dynamic_dims) mark_dynamic(dim, traced_strides);
   }
 
   bool check(PyObject* value) const override { return !first_mismatch(value, nullptr); }
@@ -62,12 +63,13 @@ class TensorMatch final : public LeafGuard {
   }
   std::string dedupe_key() const override { return "TENSOR_MATCH " + properties(); }
   int cost_rank() const override { return kCostTensor; }
+  bool may_run_python() const override { return true; }
 
  private:
   // A dynamic dimension's size may change. So may every stride that lies outside it in
   // memory order (a larger stride scales with this dimension's extent); its own stride and
   // the inner ones stay checked.
-  void mark_dynamic(int dim) {
+  void mark_dynamic(int dim, const std::vector<int64_t>& traced_strides) {
     int ndim = static_cast<int>(sizes_.size());
     if (dim < 0) dim += ndim;
     if (dim < 0 || dim >= ndim) {
@@ -75,11 +77,8 @@ class TensorMatch final : public LeafGuard {
                                                     std::to_string(dim) + " out of range for " +
                                                     std::to_string(ndim) + " dimensions");
     }
-    int64_t own_stride = strides_[dim];
     for (int i = 0; i < ndim; ++i) {
-      if (i != dim && strides_[i] != kUnchecked && strides_[i] >= own_stride) {
-        strides_[i] = kUnchecked;
-      }
+      if (i != dim && traced_strides[i] >= traced_strides[dim]) strides_[i] = kUnchecked;
     }
     sizes_[dim] = kUnchecked;
   }
