@@ -16,6 +16,7 @@ Errors that mean "this op's output depends on tensor data" are re-raised as
 from __future__ import annotations
 
 import builtins
+import copy
 import math
 import operator
 import types
@@ -113,16 +114,23 @@ class Session:
         raise ValueError(f"bytegraph bridge: unknown op kind {kind!r}")
 
     def _run_module(self, module: torch.nn.Module, args, kwargs):
+        return self._fake_module(module)(*args, **kwargs)
+
+    def _fake_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """A shallow twin of `module` whose parameters and buffers are this mode's fakes
+        (memoised): leaf modules then run on fakes at the cost of a plain call."""
         entry = self._module_state.get(id(module))
-        if entry is None or entry[0] is not module:
-            state = {}
-            for name, tensor in module.named_parameters(recurse=True):
-                state[name] = self.fake_input(tensor)
-            for name, tensor in module.named_buffers(recurse=True):
-                state[name] = self.fake_input(tensor)
-            entry = (module, state)
-            self._module_state[id(module)] = entry
-        return torch.func.functional_call(module, entry[1], args, kwargs, tie_weights=False)
+        if entry is not None and entry[0] is module:
+            return entry[1]
+        twin = copy.copy(module)
+        twin.__dict__["_parameters"] = {
+            name: None if p is None else self.fake_input(p) for name, p in module._parameters.items()}
+        twin.__dict__["_buffers"] = {
+            name: None if b is None else self.fake_input(b) for name, b in module._buffers.items()}
+        twin.__dict__["_modules"] = {
+            name: None if m is None else self._fake_module(m) for name, m in module._modules.items()}
+        self._module_state[id(module)] = (module, twin)
+        return twin
 
 
 # Kinds returned by classify(); the C++ side switches on these small ints' names.

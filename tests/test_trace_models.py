@@ -124,3 +124,41 @@ def test_training_mode_dropout_is_recorded_not_run():
     result = trace(nn.Sequential(nn.Dropout(0.5)), torch.randn(4))
     assert targets(result, "call_module") == ["self_0"]
     assert any("training" in line for line in result.guards)
+
+
+def test_recurrent_leaf_modules_with_nested_tuple_outputs():
+    lstm = nn.LSTM(4, 6, batch_first=True).eval()
+
+    def f(x):
+        out, (h, c) = lstm(x)
+        return out.sum(1) + h[0] + c[0]
+
+    result = check(f, torch.randn(2, 3, 4))
+    assert targets(result, "call_module") == ["lstm"]
+
+
+class Residual(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        return x + self.act(self.lin(x))
+
+
+class MultiHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Residual(4) for _ in range(3)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
+
+    def forward(self, x):
+        h = self.blocks(x)
+        return {name: head(h) for name, head in self.heads.items()}
+
+
+def test_nested_user_modules_in_sequential_and_moduledict_comprehension():
+    result = check(MultiHead(), torch.randn(2, 4))
+    assert targets(result, "call_module")[:2] == ["self_blocks_0_lin", "self_blocks_0_act"]
+    assert list(result.output) == ["a", "b"]

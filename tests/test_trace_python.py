@@ -200,3 +200,68 @@ _GLOBAL_BIAS = torch.arange(3.0)
 
 def _uses_global(x):
     return x + _GLOBAL_BIAS
+
+
+def test_named_tuple_results_by_field():
+    def f(x):
+        best = torch.max(x, dim=0)
+        return best.values * 2, best.indices
+
+    check(f, torch.tensor([[1.0, 5.0], [3.0, 2.0]]))
+
+
+def _kwonly(x, *, scale=2, shift):
+    return x * scale + shift
+
+
+def _recurse(x, n):
+    if n == 0:
+        return x
+    return _recurse(x * 2, n - 1)
+
+
+def test_keyword_only_defaults_recursion_and_lambdas():
+    def f(x, n):
+        g = lambda y, k=2: y * k  # noqa: E731
+        return _kwonly(x, shift=1) + _recurse(x, n) + g(x) + g(x, 3)
+
+    result = check(f, torch.arange(2.0), 3)
+    # _kwonly: mul, add; _recurse: 3 muls; the lambdas: 2 muls; 3 adds joining them
+    assert len(targets(result, "call_function")) == 10
+
+
+def test_dtype_and_attribute_constants_are_guarded_by_identity():
+    def f(x):
+        y = torch.zeros_like(x) + torch.ones(x.shape) * x.mean()
+        z = torch.where(x > 0, x, y)
+        return z.clamp(min=-1, max=1)[..., :2], z.to(torch.float64)
+
+    result = check(f, torch.randn(3, 4))
+    assert "G['torch'].float64: ID_MATCH torch.float64" in "\n".join(result.guards) or any(
+        line.startswith("G['torch'].float64") for line in result.guards)
+
+
+def test_conditional_expressions_on_constants_and_reflected_operators():
+    def f(x, flag, n):
+        y = x if flag else -x
+        if 0 < n < 10 and flag:
+            y = y + n
+        return 2 * y - 1 / (y.abs() + 1) ** 2 // 1 % 3, -y, ~(y > 0), +y
+
+    check(f, torch.randn(3), True, 4)
+
+
+def test_getattr_builtin_and_math_on_constants():
+    def f(x, n):
+        return getattr(x, "relu")() + getattr(torch, "tanh")(x) * math.sqrt(n) + math.pi
+
+    check(f, torch.randn(3), 4)
+
+
+def test_list_and_dict_inputs_are_unpacked_with_item_sources():
+    def f(xs, d):
+        return torch.stack([x * i for i, x in enumerate(xs)], dim=0).sum(0) + d["a"] * d["b"]
+
+    result = check(f, [torch.randn(2) for _ in range(3)], {"a": torch.randn(2), "b": torch.randn(2)})
+    assert result.inputs == ["L['xs'][0]", "L['xs'][1]", "L['xs'][2]", "L['d']['a']", "L['d']['b']"]
+    assert any(line.startswith("L['xs']") and "LENGTH" in line.upper() for line in result.guards)

@@ -171,3 +171,39 @@ def _helper_reading_global_then_breaking(y):
     w = y + _GLOBAL
     print(w)
     return w
+
+
+def _appends_then_breaks(out, y):
+    out.append(y * 2)
+    print(out)
+
+
+def test_rollback_restores_containers_mutated_inside_the_instruction():
+    def f(x):
+        out = [x]
+        steps = iter([1, 2, 3])
+        next(steps)
+        _appends_then_breaks(out, x)
+        return out
+
+    error = break_kind(f, torch.ones(2))
+    state = error.partial.graph_break
+    assert state["locals"]["out"] == "ListVariable([TensorVariable(x: f32[2])])"
+    assert state["locals"]["steps"] == "ListIteratorVariable(length=3, index=1)"
+    assert state["stack"] == ["NullVariable", "UserFunctionVariable(_appends_then_breaks)",
+                              "ListVariable([TensorVariable(x: f32[2])])", "TensorVariable(x: f32[2])"]
+
+
+def _consumes_iterator_then_breaks(steps):
+    first = next(steps)
+    print(first)
+
+
+def test_rollback_restores_iterators_advanced_inside_the_instruction():
+    def f(x):
+        steps = iter([x, x])
+        _consumes_iterator_then_breaks(steps)
+        return x
+
+    state = break_kind(f, torch.ones(2)).partial.graph_break
+    assert state["locals"]["steps"] == "ListIteratorVariable(length=2, index=0)"

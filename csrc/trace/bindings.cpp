@@ -35,6 +35,10 @@ nb::object break_info(const std::optional<trace::BreakInfo>& info) {
   result["offset"] = info->offset;
   result["opname"] = info->opname;
   result["user_stack"] = nb::cast(info->user_stack);
+  result["stack"] = nb::cast(info->stack);
+  nb::dict locals;
+  for (const auto& [name, repr] : info->locals) locals[nb::cast(name)] = repr;
+  result["locals"] = locals;
   return result;
 }
 
@@ -61,10 +65,10 @@ void bind_trace(nb::module_& m) {
 
   trace.def(
       "trace",
-      [](nb::object fn, nb::tuple args, nb::dict kwargs, bool allow_graph_break) -> nb::object {
+      [](nb::object fn, nb::tuple args, nb::dict kwargs, bool allow_graph_break, nb::object log) -> nb::object {
         trace::TraceResult result;
         try {
-          result = trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr());
+          result = trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr(), log.ptr());
         } catch (const Unsupported& error) {
           raise_unsupported(error.kind(), error.what(), {}, nb::none());
         }
@@ -84,10 +88,11 @@ void bind_trace(nb::module_& m) {
         return nb::cast(std::move(result));
       },
       nb::arg("fn"), nb::arg("args") = nb::tuple(), nb::arg("kwargs") = nb::dict(),
-      nb::arg("allow_graph_break") = false,
+      nb::arg("allow_graph_break") = false, nb::arg("log").none() = nb::none(),
       "Traces fn(*args, **kwargs) symbolically. Raises bytegraph._C.Unsupported (with .kind, "
       ".message, .user_stack and .partial, the result up to the break) where tracing stops, "
-      "unless allow_graph_break, in which case the result's graph_break describes the stop.");
+      "unless allow_graph_break, in which case the result's graph_break describes the stop. "
+      "log(line), if given, receives a TRACE line (opcode, argument, symbolic stack) per instruction.");
 }
 
 }  // namespace bytegraph

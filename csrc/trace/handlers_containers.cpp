@@ -56,8 +56,9 @@ DictValue& dict_at(FrameState& frame, int depth) {
   return *dict;
 }
 
-void list_append(Tracer&, FrameState& frame, const Instruction& inst) {
+void list_append(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr value = frame.pop();
+  tracer.journal.save(frame.top(inst.arg - 1));
   sequence_at(frame, inst.arg - 1).items.push_back(std::move(value));
 }
 
@@ -66,6 +67,7 @@ void list_extend(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   auto items = iterable->unpack(tracer);
   if (!items) unsupported("unsupported_iteration", "extending a list with " + iterable->repr());
   auto& list = sequence_at(frame, inst.arg - 1);
+  tracer.journal.save(frame.top(inst.arg - 1));
   list.items.insert(list.items.end(), items->begin(), items->end());
 }
 
@@ -74,18 +76,20 @@ void list_to_tuple(Tracer&, FrameState& frame, const Instruction&) {
   frame.push(std::make_shared<SequenceValue>(false, static_cast<SequenceValue&>(*list).items));
 }
 
-void map_add(Tracer&, FrameState& frame, const Instruction& inst) {
+void map_add(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr value = frame.pop();
   ValuePtr key = frame.pop();
   if (!key->is_constant()) unsupported("unsupported_dict", "dict key " + key->repr());
+  tracer.journal.save(frame.top(inst.arg - 1));
   dict_at(frame, inst.arg - 1).set_item(key->constant(), value);
 }
 
-void dict_update(Tracer&, FrameState& frame, const Instruction& inst) {
+void dict_update(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr other = frame.pop();
   auto* source = dynamic_cast<DictValue*>(other.get());
   if (source == nullptr) unsupported("unsupported_dict", "updating a dict with " + other->repr());
   auto& dict = dict_at(frame, inst.arg - 1);
+  tracer.journal.save(frame.top(inst.arg - 1));
   for (size_t i = 0; i < source->keys.size(); ++i) dict.set_item(source->keys[i].get(), source->values[i]);
 }
 

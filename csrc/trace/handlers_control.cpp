@@ -50,9 +50,10 @@ void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
   frame.push(std::make_shared<IteratorValue>(std::move(*items)));
 }
 
-void for_iter(Tracer&, FrameState& frame, const Instruction& inst) {
+void for_iter(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   auto* iterator = dynamic_cast<IteratorValue*>(frame.top().get());
   if (iterator == nullptr) throw InternalError("FOR_ITER without an iterator");
+  tracer.journal.save(frame.top());
   if (ValuePtr item = iterator->next()) {
     frame.push(std::move(item));
     return;

@@ -142,12 +142,14 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
     long index = PyLong_AsLong(key->constant());
     if (index < 0) index += static_cast<long>(seq->items.size());
     if (index < 0 || index >= static_cast<long>(seq->items.size())) unsupported("index_error", "list assignment index out of range");
+    tracer.journal.save(container);
     seq->items[index] = value;
     return;
   }
   if (auto* dict = dynamic_cast<DictValue*>(container.get())) {
     if (!dict->mutable_here()) unsupported("side_effect", "assigning an item of a dict that outlives the trace");
     if (!key->is_constant()) unsupported("unsupported_subscript", "dict key " + key->repr());
+    tracer.journal.save(container);
     dict->set_item(key->constant(), value);
     return;
   }

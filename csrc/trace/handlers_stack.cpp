@@ -100,10 +100,11 @@ void load_deref(Tracer&, FrameState& frame, const Instruction& inst) {
   frame.push(cell.contents);
 }
 
-void store_deref(Tracer&, FrameState& frame, const Instruction& inst) {
+void store_deref(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   CellValue& cell = cell_at(frame, inst.arg);
   if (!cell.mutable_here)
     unsupported("side_effect", "assigning to the closure variable '" + frame.code->localsplus_names[inst.arg] + "'");
+  tracer.journal.save(local_slot(frame, inst.arg));
   cell.contents = frame.pop();
 }
 

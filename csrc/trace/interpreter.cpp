@@ -57,6 +57,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
   frame.pc = checkpoint.pc;
   frame.current = frame.code->instructions[frame.pc].get();
   frame.result = nullptr;
+  tracer.journal.undo_to(0);
   tracer.truncate(checkpoint.graph_length);
   tracer.guards.truncate(checkpoint.guard_count);
 }
@@ -66,8 +67,20 @@ std::string frame_location(const FrameState& frame) {
   return frame.code->filename + ":" + std::to_string(line) + " in " + frame.code->name;
 }
 
+void log_instruction(Tracer& tracer, const FrameState& frame, const bytecode::Instruction& inst) {
+  std::string line = std::string("TRACE ") + opcode_name(inst.opcode);
+  if (inst.argval) line += " " + py_repr(inst.argval.get());
+  else if (inst.arg >= 0) line += " " + std::to_string(inst.arg);
+  line += " [";
+  for (size_t i = 0; i < frame.stack.size(); ++i) line += (i ? ", " : "") + frame.stack[i]->repr();
+  line += "]";
+  py::Ref<> text = check(PyUnicode_FromString(line.c_str()));
+  check(PyObject_CallOneArg(tracer.log.get(), text.get()));
+}
+
 // Runs one instruction; on a break, the innermost frame records the user stack.
 void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) {
+  if (tracer.log) log_instruction(tracer, frame, inst);
   Handler handler = handlers()[inst.opcode];
   try {
     if (handler == nullptr)
@@ -100,6 +113,7 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
       step(tracer, frame, inst);
       continue;
     }
+    tracer.journal.clear();  // the previous instruction completed: nothing to undo
     Checkpoint checkpoint = take_checkpoint(tracer, frame);
     ++frame.pc;
     try {
@@ -114,6 +128,9 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
       tracer.pending_user_stack.clear();
       std::string where = break_info->user_stack.empty() ? frame_location(frame) : break_info->user_stack.back();
       break_info->message = std::string(error.what()) + " (at " + where + ")";
+      for (const auto& value : frame.stack) break_info->stack.push_back(value->repr());
+      for (size_t i = 0; i < frame.locals.size(); ++i)
+        if (frame.locals[i]) break_info->locals.emplace_back(frame.code->localsplus_names[i], frame.locals[i]->repr());
       return nullptr;
     }
   }

@@ -44,13 +44,14 @@ ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
 
 namespace {
 
-ValuePtr sequence_operator(Tracer&, PyObject* function, const Args& operands) {
+ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   auto* left = dynamic_cast<SequenceValue*>(operands[0].get());
   auto* right = operands.size() > 1 ? dynamic_cast<SequenceValue*>(operands[1].get()) : nullptr;
   bool add = function == operator_function("add") || function == operator_function("iadd");
   if (add && left && right && left->is_list() == right->is_list()) {
     if (function == operator_function("iadd")) {
       left->require_mutable("+=");
+      tracer.journal.save(operands[0]);
       left->items.insert(left->items.end(), right->items.begin(), right->items.end());
       return operands[0];
     }

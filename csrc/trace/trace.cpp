@@ -83,13 +83,14 @@ std::vector<int> live_tensor_outputs(const FrameState& frame) {
 
 }  // namespace
 
-TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs) {
+TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs, PyObject* log) {
   py::Ref<> bridge_module = check(PyImport_ImportModule("bytegraph._bridge"));
   py::Ref<> bound = check(PyObject_CallMethod(bridge_module.get(), "bind_arguments", "OOO", callable, args, kwargs));
   PyObject* function = PyTuple_GET_ITEM(bound.get(), 0);   // borrowed
   PyObject* arguments = PyTuple_GET_ITEM(bound.get(), 1);  // borrowed
 
   Tracer tracer(py::Ref<>::newref(function));
+  if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
   FrameState frame;
   setup_root_frame(tracer, frame, function, arguments);
   BreakInfo break_info;

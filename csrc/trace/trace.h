@@ -35,6 +35,7 @@ struct TraceResult {
 // Traces `function` (a Python function, bound method or nn.Module) called with `args`
 // (tuple) and `kwargs` (dict). Throws Unsupported for breaks outside any instruction (e.g.
 // an unsupported return value) and PythonError for invalid arguments.
-TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs);
+// `log`, if not null, receives one line per interpreted instruction (see Tracer::log).
+TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs, PyObject* log = nullptr);
 
 }  // namespace bytegraph::trace

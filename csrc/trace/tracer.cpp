@@ -142,6 +142,17 @@ void Tracer::truncate(size_t length) {
 
 namespace {
 
+// Values EQUALS_MATCH can compare; other constants (dtypes, devices, code) are pinned by identity.
+bool is_literal(PyObject* value) {
+  if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+      PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value))
+    return true;
+  if (!PyTuple_CheckExact(value)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i)
+    if (!is_literal(PyTuple_GET_ITEM(value, i))) return false;
+  return true;
+}
+
 bool is_direct(const SourcePtr& source) {
   using K = guards::Source::Kind;
   return source && (source->kind == K::Local || source->kind == K::Global ||
@@ -219,7 +230,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   using K = GuardLog::Kind;
   switch (classify(real)) {
     case ObjectKind::Constant:
-      guards.add(K::Equals, source, real);
+      guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:
       return wrap_tensor(real, source);
@@ -367,8 +378,11 @@ bool contains_tensor(PyObject* object, PyObject* tensor_type) {
 
 ValuePtr Tracer::wrap_result(int node, PyObject* result) {
   PyObject* tensor_type = bridge.tensor_type.get();
-  if (PyObject_TypeCheck(result, (PyTypeObject*)tensor_type))
-    return std::make_shared<TensorValue>(node, py::Ref<>::newref(result));
+  if (PyObject_TypeCheck(result, (PyTypeObject*)tensor_type)) {
+    auto value = std::make_shared<TensorValue>(node, py::Ref<>::newref(result));
+    value->target = graph.node(node).target.copy();
+    return value;
+  }
   if (!contains_tensor(result, tensor_type)) {
     // An op returning None ran for its effect (x[i] = v): keep its node.
     if (result == Py_None) return ConstantValue::none();
@@ -381,17 +395,29 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
   }
   if (!PyTuple_Check(result) && !PyList_Check(result))
     unsupported("unsupported_op_result", "an operation returned " + py_repr((PyObject*)Py_TYPE(result)));
-  // Multiple outputs: one getitem node per tensor item.
+  return wrap_items(node, result);
+}
+
+ValuePtr Tracer::wrap_items(int node, PyObject* result) {
+  // Multiple outputs: one getitem node per item holding tensors (nested tuples nest them).
+  PyObject* tensor_type = bridge.tensor_type.get();
   Args items;
   Py_ssize_t n = PySequence_Size(result);
   for (Py_ssize_t i = 0; i < n; ++i) {
     py::Ref<> item = check(PySequence_GetItem(result, i));
-    if (PyObject_TypeCheck(item.get(), (PyTypeObject*)tensor_type)) {
+    bool tensor = PyObject_TypeCheck(item.get(), (PyTypeObject*)tensor_type);
+    if (tensor || ((PyTuple_Check(item.get()) || PyList_Check(item.get())) && contains_tensor(item.get(), tensor_type))) {
       py::Ref<> index = check(PyLong_FromSsize_t(i));
       py::Ref<> args = check(PyTuple_Pack(2, graph.node(node).ref.get(), index.get()));
       graph::Node& getitem = graph.append(graph::Op::CallFunction, py::Ref<>::newref(bridge.getitem.get()),
-                                          std::move(args), nullptr, py::Ref<>::newref(item.get()), location());
-      items.push_back(std::make_shared<TensorValue>(getitem.index, std::move(item)));
+                                          std::move(args), nullptr, item.copy(), location());
+      if (!tensor) {
+        items.push_back(wrap_items(getitem.index, item.get()));
+        continue;
+      }
+      auto value = std::make_shared<TensorValue>(getitem.index, std::move(item));
+      value->target = graph.node(node).target.copy();
+      items.push_back(std::move(value));
     } else if (classify(item.get()) == ObjectKind::Constant) {
       items.push_back(ConstantValue::make(std::move(item)));
     } else {
@@ -399,7 +425,14 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
                                                py_repr((PyObject*)Py_TYPE(item.get())));
     }
   }
-  return std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
+  auto sequence = std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
+  // Named results (torch.return_types.max, namedtuples) keep their field names.
+  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) {
+    py::Ref<> fields = py::Ref<>::steal(PyObject_GetAttrString((PyObject*)Py_TYPE(result), "__match_args__"));
+    if (fields && PyTuple_Check(fields.get())) sequence->field_names = std::move(fields);
+    else PyErr_Clear();
+  }
+  return sequence;
 }
 
 }  // namespace bytegraph::trace

@@ -13,6 +13,7 @@
 #include "graph/graph.h"
 #include "trace/bridge.h"
 #include "trace/guard_log.h"
+#include "trace/journal.h"
 #include "trace/value.h"
 
 namespace bytegraph::trace {
@@ -58,6 +59,9 @@ struct BreakInfo {
   int offset = -1;
   std::string opname;
   std::vector<std::string> user_stack;  // "file:line in function", outermost first
+  // The symbolic state restored at the break, as reprs (for logs, explain and tests).
+  std::vector<std::string> stack;
+  std::vector<std::pair<std::string, std::string>> locals;  // bound locals only
 };
 
 class Tracer {
@@ -67,8 +71,12 @@ class Tracer {
   const Bridge& bridge;
   graph::Graph graph;
   GuardLog guards;
+  Journal journal;  // undo records of the current outermost instruction
   std::vector<FrameState*> frames;  // outermost first
   std::vector<std::string> pending_user_stack;  // filled by the innermost frame on a break
+  // Called with one "TRACE <opname> <argval> [<stack reprs>]" line before each instruction;
+  // null when nobody listens (then logging costs nothing).
+  py::Ref<> log;
 
   CodeInfo& code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }
@@ -112,6 +120,7 @@ class Tracer {
  private:
   ValuePtr wrap_tensor(PyObject* real, const guards::SourcePtr& source);
   ValuePtr wrap_result(int node, PyObject* result);
+  ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;
   std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;

@@ -106,7 +106,8 @@ class TensorValue : public Value {
   std::optional<Args> unpack(Tracer& tracer) override;
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   PyObject* fake() const { return fake_.get(); }  // borrowed
-  std::string display_name;  // the node's readable name for reprs
+  std::string display_name;  // placeholders and get_attr: the node's name, for reprs
+  py::Ref<> target;          // other nodes: what they call, named in reprs
 
  private:
   int node_;
@@ -150,6 +151,7 @@ class SequenceValue : public Value {
   std::optional<Args> unpack(Tracer&) override { return items; }
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   void require_mutable(const std::string& what) const;
+  py::Ref<> field_names;  // a named tuple's fields (`values`, `indices`), or null
 
  private:
   bool is_list_;
@@ -189,6 +191,8 @@ class IteratorValue : public Value {
   std::string repr() const override;
   ValuePtr next();  // null when exhausted
   std::optional<Args> unpack(Tracer& tracer) override;
+  size_t position() const { return position_; }
+  void set_position(size_t position) { position_ = position; }
 
  private:
   Args items_;

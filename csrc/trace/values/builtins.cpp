@@ -207,6 +207,7 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("next") && args.size() == 1) {
     auto* iterator = dynamic_cast<IteratorValue*>(args[0].get());
     if (!iterator) unsupported("unsupported_call", "next() of " + args[0]->repr());
+    tracer.journal.save(args[0]);
     ValuePtr item = iterator->next();
     if (!item) unsupported("stop_iteration", "next() on an exhausted iterator");
     return item;

@@ -35,6 +35,7 @@ class ContainerMethodValue : public Value {
 
  private:
   ValuePtr call_sequence(Tracer& tracer, SequenceValue& seq, const Args& args) {
+    if (name_ != "index" && name_ != "count" && seq.mutable_here()) tracer.journal.save(self_);
     if (name_ == "append" && args.size() == 1) {
       seq.require_mutable("append");
       seq.items.push_back(args[0]);
@@ -79,7 +80,7 @@ class ContainerMethodValue : public Value {
     unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
   }
 
-  ValuePtr call_dict(Tracer&, DictValue& dict, const Args& args) {
+  ValuePtr call_dict(Tracer& tracer, DictValue& dict, const Args& args) {
     if ((name_ == "keys" || name_ == "values" || name_ == "items") && args.empty()) {
       Args items;
       for (size_t i = 0; i < dict.keys.size(); ++i) {
@@ -99,6 +100,7 @@ class ContainerMethodValue : public Value {
       auto* other = dynamic_cast<DictValue*>(args[0].get());
       if (!other) unsupported("unsupported_call", "dict.update with " + args[0]->repr());
       if (!dict.mutable_here()) unsupported("side_effect", "mutating a dict that outlives the trace");
+      tracer.journal.save(self_);
       for (size_t i = 0; i < other->keys.size(); ++i) dict.set_item(other->keys[i].get(), other->values[i]);
       return ConstantValue::none();
     }
@@ -128,6 +130,11 @@ void SequenceValue::require_mutable(const std::string& what) const {
 }
 
 ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
+  if (field_names) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(field_names.get()); ++i)
+      if (name == PyUnicode_AsUTF8(PyTuple_GET_ITEM(field_names.get(), i)) && static_cast<size_t>(i) < items.size())
+        return items[i];
+  }
   static const char* methods[] = {"append", "extend", "insert", "pop", "index", "count"};
   for (const char* method : methods)
     if (name == method) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);

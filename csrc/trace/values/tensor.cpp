@@ -35,7 +35,17 @@ bool is_constant_method(const std::string& name) {
 }  // namespace
 
 std::string TensorValue::repr() const {
-  std::string name = display_name.empty() ? "node" + std::to_string(node_) : display_name;
+  std::string name = display_name;
+  if (name.empty() && target) {
+    if (PyUnicode_Check(target.get())) {
+      name = PyUnicode_AsUTF8(target.get());
+    } else if (py::Ref<> text = py::Ref<>::steal(PyObject_GetAttrString(target.get(), "__name__"))) {
+      name = py_str(text.get());
+    } else {
+      PyErr_Clear();
+    }
+  }
+  if (name.empty()) name = "node" + std::to_string(node_);
   py::Ref<> text = check(PyObject_CallOneArg(Bridge::get().describe_fake.get(), fake_.get()));
   return "TensorVariable(" + name + ": " + PyUnicode_AsUTF8(text.get()) + ")";
 }

@@ -123,7 +123,8 @@ ValuePtr IteratorValue::next() {
   return items_[position_++];
 }
 
-std::optional<Args> IteratorValue::unpack(Tracer&) {
+std::optional<Args> IteratorValue::unpack(Tracer& tracer) {
+  tracer.journal.save(shared_from_this());
   Args rest(items_.begin() + static_cast<long>(position_), items_.end());
   position_ = items_.size();
   return rest;

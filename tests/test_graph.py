@@ -1,0 +1,82 @@
+"""Materialisation of the C++ graph into torch.fx: names, metadata, attributes, outputs."""
+
+import operator
+
+import torch
+import torch.nn as nn
+
+from tests._trace_helpers import check, nodes, trace
+
+_SCALE = torch.full((3,), 2.0)
+
+
+def test_placeholders_are_named_after_sources_and_come_first():
+    def f(xs, y):
+        z = xs[0] + y
+        return z * _SCALE + xs[1]  # a global tensor read after other ops
+
+    result = check(f, [torch.ones(3), torch.arange(3.0)], torch.ones(3))
+    names = [n.name for n in nodes(result, "placeholder")]
+    assert names == ["xs_0", "xs_1", "y", "_SCALE"]
+    assert result.inputs == ["L['xs'][0]", "L['xs'][1]", "L['y']", "G['_SCALE']"]
+    ops = [n.op for n in result.graph_module.graph.nodes]
+    assert ops[:4] == ["placeholder"] * 4 and ops[-1] == "output"
+
+
+def test_every_node_has_its_fake_and_the_output_is_a_tuple():
+    def f(x):
+        a, b = x.chunk(2)
+        return a + b, a.shape
+
+    result = check(f, torch.arange(4.0))
+    for node in nodes(result):
+        if node.op == "output":
+            assert isinstance(node.args[0], tuple)
+        elif node.target == "chunk":  # a multi-output op carries the tuple of its fakes
+            assert [v.shape for v in node.meta["example_value"]] == [(2,), (2,)]
+        else:
+            assert type(node.meta["example_value"]).__name__ == "FakeTensor"
+    getitems = [n for n in nodes(result, "call_function") if n.target is operator.getitem]
+    assert [n.args[1] for n in getitems] == [0, 1]
+
+
+def test_stack_trace_metadata_and_print_readable():
+    def f(x):
+        y = x.cos()
+        return y + 1
+
+    result = trace(f, torch.ones(2))
+    cos = [n for n in nodes(result, "call_method")][0]
+    line = f.__code__.co_firstlineno + 1
+    assert cos.meta["stack_trace"] == f'  File "{__file__}", line {line}, in f\n    y = x.cos()\n'
+    text = result.graph_module.print_readable(print_output=False)
+    assert f"# File: {__file__}:{line} in f, code: y = x.cos()" in text
+
+
+def test_modules_and_parameters_are_registered_on_the_root():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(3))
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x) * self.scale + self.lin(x)
+
+    m = M()
+    result = check(m, torch.ones(3))
+    gm = result.graph_module
+    assert gm.self_lin is m.lin and gm.self_scale is m.scale
+    # One registration per object, however many times it is used.
+    assert [n.target for n in nodes(result, "call_module")] == ["self_lin", "self_lin"]
+    assert [n.target for n in nodes(result, "get_attr")] == ["self_scale"]
+    assert dict(gm.named_parameters())["self_scale"] is m.scale
+
+
+def test_graph_reruns_on_new_inputs_of_the_same_shape():
+    def f(x, y):
+        return torch.matmul(x, y).softmax(-1)
+
+    result = trace(f, torch.randn(2, 3), torch.randn(3, 4))
+    a, b = torch.randn(2, 3), torch.randn(3, 4)
+    torch.testing.assert_close(result.graph_module(a, b)[0], f(a, b))
