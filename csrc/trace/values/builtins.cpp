@@ -148,13 +148,16 @@ ValuePtr call_zip(Tracer& tracer, const Args& args) {
 
 // min/max/sum over symbolic items (tensors included: sum records additions).
 ValuePtr reduce_items(Tracer& tracer, const char* which, const Args& args) {
-  Args items = args.size() == 1 ? unpack_or_fail(tracer, args[0], which) : args;
-  if (all_constant(items)) {
+  const bool is_sum = std::strcmp(which, "sum") == 0;
+  if (args.empty() || (is_sum && args.size() > 2)) unsupported("unsupported_call", std::string(which) + " arguments");
+  // sum(iterable[, start]); min/max(iterable) or min/max(a, b, ...).
+  Args items = (args.size() == 1 || is_sum) ? unpack_or_fail(tracer, args[0], which) : args;
+  if (all_constant(items) && (args.size() == 1 || !is_sum)) {
     auto list = std::make_shared<SequenceValue>(true, items);
     py::Ref<> real = list->as_graph_arg(tracer, ArgMode::Graph);
     return ConstantValue::make(check(PyObject_CallOneArg(builtin(which), real.get())));
   }
-  if (std::strcmp(which, "sum") == 0) {
+  if (is_sum) {
     ValuePtr total = args.size() > 1 ? args[1] : make_int(0);
     for (const auto& item : items) total = apply_operator(tracer, operator_function("add"), {total, item});
     return total;
