@@ -294,3 +294,15 @@ def test_builtin_type_attributes():
 
     result = check(f, torch.ones(1), ["a", "b"])
     assert result.output[1].value == "a, b"
+
+
+def test_list_aliasing_and_in_place_concatenation_stay_symbolic():
+    def f(x):
+        a = [1]
+        b = a
+        a += [2]
+        c = [1] + [2]
+        return x * len(b), a == c, b is a
+
+    result = check(f, torch.ones(2))
+    assert result.output[1] == _bridge.Constant(True)
