@@ -265,3 +265,44 @@ def test_list_and_dict_inputs_are_unpacked_with_item_sources():
     result = check(f, [torch.randn(2) for _ in range(3)], {"a": torch.randn(2), "b": torch.randn(2)})
     assert result.inputs == ["L['xs'][0]", "L['xs'][1]", "L['xs'][2]", "L['d']['a']", "L['d']['b']"]
     assert any(line.startswith("L['xs']") and "LENGTH" in line.upper() for line in result.guards)
+
+
+class _Config:
+    scale = 3
+
+    def __init__(self):
+        self.shift = 1.5
+
+    def apply(self, x):
+        return x * self.scale + self.shift
+
+
+def test_plain_objects_attributes_and_methods():
+    config = _Config()
+
+    def f(x, cfg):
+        return cfg.apply(x) - _Config.scale
+
+    result = check(f, torch.arange(3.0), config)
+    assert "L['cfg'].shift: EQUALS_MATCH 1.5" in result.guards
+    assert any(line.startswith("L['cfg']: ID_MATCH") for line in result.guards)
+
+
+def test_builtin_type_attributes():
+    def f(x, words):
+        return {str.upper(w): x for w in words}, ", ".join(words)
+
+    result = check(f, torch.ones(1), ["a", "b"])
+    assert result.output[1].value == "a, b"
+
+
+def test_list_aliasing_and_in_place_concatenation_stay_symbolic():
+    def f(x):
+        a = [1]
+        b = a
+        a += [2]
+        c = [1] + [2]
+        return x * len(b), a == c, b is a
+
+    result = check(f, torch.ones(2))
+    assert result.output[1] == _bridge.Constant(True)

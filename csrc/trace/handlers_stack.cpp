@@ -43,7 +43,18 @@ void load_fast(Tracer&, FrameState& frame, const Instruction& inst) {
   frame.push(value);
 }
 
-void store_fast(Tracer&, FrameState& frame, const Instruction& inst) { local_slot(frame, inst.arg) = frame.pop(); }
+void store_fast(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr value = frame.pop();
+  // 3.12 comprehensions restore an unbound local with the NULL LOAD_FAST_AND_CLEAR pushed.
+  local_slot(frame, inst.arg) = value->is_null() ? nullptr : std::move(value);
+}
+
+// 3.12 (PEP 709): saves a local around an inlined comprehension, NULL when unbound.
+void load_fast_and_clear(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr& slot = local_slot(frame, inst.arg);
+  frame.push(slot ? std::move(slot) : NullValue::get());
+  slot = nullptr;
+}
 
 void delete_fast(Tracer&, FrameState& frame, const Instruction& inst) { local_slot(frame, inst.arg) = nullptr; }
 
@@ -145,6 +156,7 @@ void register_stack_handlers(HandlerTable& table) {
   table.add("LOAD_FAST", load_fast);
   table.add("LOAD_FAST_CHECK", load_fast);
   table.add("STORE_FAST", store_fast);
+  table.add("LOAD_FAST_AND_CLEAR", load_fast_and_clear);
   table.add("DELETE_FAST", delete_fast);
   table.add("LOAD_GLOBAL", load_global);
   table.add("MAKE_CELL", make_cell);

@@ -263,6 +263,7 @@ class BuiltinValue : public Value {
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   PyObject* real_object() const override { return function_.get(); }
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(function_.get()); }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
 
  private:
   py::Ref<> function_;
@@ -321,6 +322,7 @@ class OpaqueValue : public Value {
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(object_.get()); }
   PyObject* real_object() const override { return object_.get(); }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   bool truthy(Tracer&) const override { return true; }
 
  private:

@@ -33,6 +33,12 @@ bool foldable_builtin(PyObject* function) {
 }
 
 bool is_pure_module_function(PyObject* function) {
+  if (PyObject_TypeCheck(function, &PyMethodDescr_Type)) {
+    // str.upper, bytes.hex, int.bit_length: methods of immutable builtin types.
+    PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(function)->d_type;
+    return owner == &PyUnicode_Type || owner == &PyBytes_Type || owner == &PyLong_Type ||
+           owner == &PyFloat_Type || owner == &PyComplex_Type || owner == &PyTuple_Type;
+  }
   if (!PyCFunction_Check(function)) return false;
   PyObject* self = PyCFunction_GET_SELF(function);  // borrowed
   if (self == nullptr) return false;
