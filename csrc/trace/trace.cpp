@@ -103,7 +103,8 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   } else {
     trace_result.graph_break = std::move(break_info);
     trace_result.output = py::Ref<>::newref(Py_None);
-    outputs = live_tensor_outputs(frame);
+    trace_result.break_state = describe_break_state(tracer, frame, outputs, trace_result.sources);
+    if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
   }
   trace_result.graph_module = tracer.graph.materialize(tracer.bridge.build_graph_module.get(), outputs);
   trace_result.example_inputs = check(PyList_New(0));
