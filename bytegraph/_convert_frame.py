@@ -150,8 +150,9 @@ class FrameConverter:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             _never_offer_again(code)
             return None
+        output = result.output if compiled is not None else _outputs_as_inputs(gm, result)
         new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
-                                                  compiled, result.output, result.sources)
+                                                  compiled, output, result.sources)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         _log_compiled(code, graph_name, gm, guard_lines)
@@ -287,6 +288,26 @@ def call_arguments(code, f_locals):
     if code.co_flags & _VARKEYWORDS:
         kwargs.update(f_locals[names[slot]])
     return tuple(args), kwargs
+
+
+def _outputs_as_inputs(gm, result):
+    """A graph without operations only passes inputs through (a resume function that
+    returns its argument): its outputs are re-read from the inputs' sources instead."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
+    sources = {node: result.sources[name] for node, name in zip(placeholders, result.inputs)}
+
+    def rewrite(tree):
+        if isinstance(tree, _bridge.GraphOutput):
+            node = outputs[tree.index]
+            return sources[node] if node in sources else tree
+        if isinstance(tree, (tuple, list)):
+            return type(tree)(rewrite(item) for item in tree)
+        if isinstance(tree, dict):
+            return {key: rewrite(item) for key, item in tree.items()}
+        return tree
+
+    return rewrite(result.output)
 
 
 def _count_calls(gm):
