@@ -370,3 +370,18 @@ class Iterator:
 
     def __eq__(self, other):
         return isinstance(other, Iterator) and other.items == self.items
+
+
+class Attr:
+    """Attribute `name` of the value `owner` (a plan) describes, read again."""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    def __repr__(self):
+        return f"Attr({self.owner!r}, {self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Attr) and (other.owner, other.name) == (self.owner, self.name)

@@ -177,13 +177,13 @@ class FrameConverter:
             _never_offer_again(code)
             return None
         stack, locals_plan = list(info["stack_plan"]), dict(info["locals_plan"])
+        kinds = _stack_kinds(stack, site)
         resumes = []
         for offset, pops, pushes in site["continuations"]:
-            kept = stack[:len(stack) - pops]
-            nulls = [isinstance(plan, _bridge.Null) for plan in kept] + [False] * pushes
+            slots = kinds[:len(stack) - pops] + ["value"] * pushes
             live = set(_C.codegen.live_locals(code, offset))
             names = [name for name in locals_plan if name in live]
-            resumes.append((_resume.resume_code_for(code, offset, nulls, names), nulls, names))
+            resumes.append((_resume.resume_code_for(code, offset, slots, names), slots, names))
         gm = result.graph_module
         compiled, graph_name = None, None
         if _count_calls(gm) > 0:
@@ -255,6 +255,23 @@ def _why_not_split(code, info, site):
     if not site["splittable"]:
         return site["reason"]
     return None
+
+
+def _stack_kinds(stack, site):
+    """Each stack slot's kind for the resume functions; a loop iterator that the breaking
+    instruction does not consume is passed on as the tuple of its remaining items (the
+    resume function's prologue calls iter() on it), so the resumed loop can be traced."""
+    untouched = len(stack) - max((pops for _, pops, _ in site["continuations"]), default=len(stack))
+    kinds = []
+    for i, plan in enumerate(stack):
+        if isinstance(plan, _bridge.Null):
+            kinds.append("null")
+        elif isinstance(plan, _bridge.Iterator) and i < untouched:
+            stack[i] = tuple(plan.items)
+            kinds.append("iter")
+        else:
+            kinds.append("value")
+    return kinds
 
 
 def _log_bytecode(code, new_code, label):

@@ -16,7 +16,7 @@ from bytegraph._extension import _C
 bytecode_log = logging.getLogger("bytegraph.bytecode")
 
 _names = itertools.count()
-# (original code, offset, stack NULL mask, live locals) -> resume code
+# (original code, offset, stack slot kinds, live locals) -> resume code
 _cache = {}
 # resume code -> (original code, {offset in resume code: offset in original})
 _origins = {}
@@ -37,11 +37,12 @@ def original_offset(code, offset):
     return offset if offsets is None else offsets[offset]
 
 
-def resume_code_for(code, offset, stack_nulls, live_locals):
-    """The resume function continuing `code` (an original or a resume code) at `offset`."""
+def resume_code_for(code, offset, stack, live_locals):
+    """The resume function continuing `code` (an original or a resume code) at `offset`;
+    `stack` gives each slot's kind there ('value', 'null' or 'iter')."""
     original, _ = origin(code)
     at = original_offset(code, offset)
-    key = (original, at, tuple(bool(n) for n in stack_nulls), tuple(live_locals))
+    key = (original, at, tuple(stack), tuple(live_locals))
     cached = _cache.get(key)
     if cached is not None:
         return cached

@@ -57,6 +57,12 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     plan.kind = OutputPlan::Kind::Null;
     return plan;
   }
+  if (type_name == "Attr") {
+    plan.kind = OutputPlan::Kind::Attr;
+    plan.items.push_back(plan_from_python(node.attr("owner"), sources));
+    plan.attribute = nb::cast<std::string>(node.attr("name"));
+    return plan;
+  }
   if (type_name == "Iterator") {
     plan.kind = OutputPlan::Kind::Iterator;
     for (nb::handle item : node.attr("items")) plan.items.push_back(plan_from_python(item, sources));
@@ -78,9 +84,16 @@ PyCodeObject* code_of(nb::handle code) {
   return reinterpret_cast<PyCodeObject*>(code.ptr());
 }
 
-std::vector<bool> null_mask(nb::handle sequence) {
+codegen::StackSlot stack_slot(const std::string& kind) {
+  if (kind == "value") return codegen::StackSlot::Value;
+  if (kind == "null") return codegen::StackSlot::Null;
+  if (kind == "iter") return codegen::StackSlot::Iterator;
+  throw PythonError::make(PyExc_ValueError, "stack slot kind must be 'value', 'null' or 'iter', not '" + kind + "'");
+}
+
+std::vector<bool> null_slots(nb::handle kinds) {
   std::vector<bool> mask;
-  for (nb::handle item : sequence) mask.push_back(PyObject_IsTrue(item.ptr()) == 1);
+  for (nb::handle kind : kinds) mask.push_back(stack_slot(nb::cast<std::string>(kind)) == codegen::StackSlot::Null);
   return mask;
 }
 
@@ -111,7 +124,7 @@ codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, 
     codegen::ResumeCall next;
     code_of(parts[0]);
     next.code = py::Ref<>::newref(parts[0].ptr());
-    next.stack_nulls = null_mask(parts[1]);
+    next.stack_nulls = null_slots(parts[1]);
     for (nb::handle name : parts[2]) next.locals.push_back(nb::cast<std::string>(name));
     call.resumes.push_back(std::move(next));
   }
@@ -158,10 +171,10 @@ void bind_codegen(nb::module_& m) {
       "continuations: [(offset, pops, pushes)]}.");
   sub.def(
       "make_resume_code",
-      [](nb::handle original, int offset, nb::sequence stack_nulls, std::vector<std::string> locals, std::string name) {
+      [](nb::handle original, int offset, std::vector<std::string> stack, std::vector<std::string> locals, std::string name) {
         codegen::ResumeSpec spec;
         spec.offset = offset;
-        spec.stack_nulls = null_mask(stack_nulls);
+        for (const std::string& slot : stack) spec.stack.push_back(stack_slot(slot));
         spec.locals = std::move(locals);
         spec.name = std::move(name);
         codegen::ResumeCode resume = codegen::make_resume_code(code_of(original), spec);
@@ -169,9 +182,10 @@ void bind_codegen(nb::module_& m) {
         for (const auto& [mine, theirs] : resume.original_offsets) offsets[nb::int_(mine)] = theirs;
         return nb::make_tuple(nb::steal(resume.code.release()), offsets);
       },
-      nb::arg("original"), nb::arg("offset"), nb::arg("stack_nulls"), nb::arg("locals"), nb::arg("name"),
+      nb::arg("original"), nb::arg("offset"), nb::arg("stack"), nb::arg("locals"), nb::arg("name"),
       "(code, {offset in code: offset in original}): a resume function continuing `original` at "
-      "`offset` with the given stack shape (True where NULL) and live locals as arguments.");
+      "`offset` with the given stack shape ('value', 'null' or 'iter' per slot, bottom first) and "
+      "live locals as arguments.");
   sub.def(
       "generate_break_call",
       [](nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack, nb::dict locals,
@@ -185,7 +199,7 @@ void bind_codegen(nb::module_& m) {
       nb::arg("kw_names").none(), nb::arg("offset"), nb::arg("resumes"), nb::arg("sources").none() = nb::none(),
       "Code that calls compiled_fn(*inputs), rebuilds the stack and locals from their plans, runs the "
       "instruction at `offset` and returns resume(*stack, *locals) for each path's "
-      "(resume_code, stack_nulls, locals) in `resumes`.");
+      "(resume_code, stack slot kinds, locals) in `resumes`.");
 }
 
 }  // namespace bytegraph

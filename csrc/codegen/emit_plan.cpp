@@ -50,6 +50,10 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.emit(op::GET_ITER);
       return;
+    case Kind::Attr:
+      emit_plan(builder, plan.items.at(0), code);
+      builder.load_attr(plan.attribute);
+      return;
   }
   throw InternalError("emit_plan: unknown plan kind");
 }

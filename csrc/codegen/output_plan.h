@@ -5,6 +5,7 @@
 
 #include <Python.h>
 
+#include <string>
 #include <vector>
 
 #include "codegen/code_builder.h"
@@ -15,12 +16,13 @@
 namespace bytegraph::codegen {
 
 struct OutputPlan {
-  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator };
+  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple
   py::Ref<> constant;            // Constant
   guards::SourcePtr source;      // Source
-  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items)
+  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner)
+  std::string attribute;         // Attr
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
 
   bool uses_graph_outputs() const;

@@ -40,8 +40,8 @@ py::Ref<> tuple_of_names(const std::vector<std::string>& names) {
 // Arguments first (stack values, then live locals), then the original's other locals.
 std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpec& spec, int& argcount) {
   std::vector<std::string> names;
-  for (std::size_t i = 0; i < spec.stack_nulls.size(); ++i)
-    if (!spec.stack_nulls[i]) names.push_back(stack_argument_name(i));
+  for (std::size_t i = 0; i < spec.stack.size(); ++i)
+    if (spec.stack[i] != StackSlot::Null) names.push_back(stack_argument_name(i));
   names.insert(names.end(), spec.locals.begin(), spec.locals.end());
   argcount = static_cast<int>(names.size());
   py::Ref<> varnames = check(PyCode_GetVarnames(original));
@@ -72,9 +72,13 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
   CodeBuilder builder;
   copy_prefix(builder, original);
   builder.set_positions(target->positions);
-  for (std::size_t i = 0; i < spec.stack_nulls.size(); ++i) {
-    if (spec.stack_nulls[i]) builder.emit(op::PUSH_NULL);
-    else builder.load_fast(stack_argument_name(i));
+  for (std::size_t i = 0; i < spec.stack.size(); ++i) {
+    if (spec.stack[i] == StackSlot::Null) {
+      builder.emit(op::PUSH_NULL);
+      continue;
+    }
+    builder.load_fast(stack_argument_name(i));
+    if (spec.stack[i] == StackSlot::Iterator) builder.emit(op::GET_ITER);
   }
   builder.emit(op::JUMP_FORWARD, 0).target = target;
   const std::size_t prologue = builder.instructions().size();

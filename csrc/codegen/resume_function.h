@@ -2,7 +2,8 @@
 // from the ORIGINAL code (Dynamo's `__resume_at_<offset>_<n>`).
 //
 // The function takes the value stack at `offset` (NULLs excepted: trap 9, they are pushed
-// again by PUSH_NULL) and the live locals as positional arguments, named `___stack<i>` and by
+// again by PUSH_NULL; a loop's iterator comes as a tuple of the items it has left, so the
+// resumed loop is traced over a known sequence) and the live locals as positional arguments, named `___stack<i>` and by
 // the locals' own names. Its prologue is the original prefix (COPY_FREE_VARS, RESUME), the
 // stack rebuilt from those arguments, and a jump to `offset`; after it come the original
 // instructions, exception table included, so the rest runs exactly as before and can be
@@ -21,9 +22,16 @@
 
 namespace bytegraph::codegen {
 
+// What one stack slot at the continuation holds, and how the prologue rebuilds it.
+enum class StackSlot {
+  Value,     // an argument, pushed by LOAD_FAST
+  Null,      // the call protocol's NULL: PUSH_NULL, no argument
+  Iterator,  // a loop's iterator, passed as a tuple of its remaining items: LOAD_FAST, GET_ITER
+};
+
 struct ResumeSpec {
   int offset = -1;                  // the original instruction to continue at
-  std::vector<bool> stack_nulls;    // the stack there, bottom first: true where NULL
+  std::vector<StackSlot> stack;     // the stack there, bottom first
   std::vector<std::string> locals;  // live locals, passed after the stack values
   std::string name;                 // co_name and co_qualname
 };

@@ -21,6 +21,7 @@ class PlanWriter {
     py::Ref<> bridge = check(PyImport_ImportModule("bytegraph._bridge"));
     null_class_ = check(PyObject_GetAttrString(bridge.get(), "Null"));
     iterator_class_ = check(PyObject_GetAttrString(bridge.get(), "Iterator"));
+    attr_class_ = check(PyObject_GetAttrString(bridge.get(), "Attr"));
   }
 
   py::Ref<> plan(const ValuePtr& value) {
@@ -57,6 +58,11 @@ class PlanWriter {
       iterator->set_position(position);  // describing must not advance the loop
       return check(PyObject_CallOneArg(iterator_class_.get(), plans_of(rest).get()));
     }
+    if (auto [owner, name] = value->bound_attribute(); owner) {
+      py::Ref<> owner_plan = plan(owner);
+      py::Ref<> attribute = check(PyUnicode_FromString(name.c_str()));
+      return check(PyObject_CallFunctionObjArgs(attr_class_.get(), owner_plan.get(), attribute.get(), nullptr));
+    }
     throw NotRestorable{value->repr()};
   }
 
@@ -77,7 +83,7 @@ class PlanWriter {
   Tracer& tracer_;
   std::vector<int>& outputs_;
   std::vector<guards::SourcePtr>& sources_;
-  py::Ref<> null_class_, iterator_class_;
+  py::Ref<> null_class_, iterator_class_, attr_class_;
 };
 
 }  // namespace

@@ -4,7 +4,8 @@
 // Each value becomes a plan (the tree `TraceResult::output` uses, see codegen/output_plan.h):
 // GraphOutput(i) for tensors computed by the graph, Source(name) for values read from the
 // frame (inputs, globals, attributes: re-read, so identity is kept), Constant(v), tuples,
-// lists and dicts of plans, Iterator([plans]) for a loop's iterator (its remaining items) and
+// lists and dicts of plans, Iterator([plans]) for a loop's iterator (its remaining items),
+// Attr(plan, name) for a method read and not called yet (`x.add`, `xs.append`) and
 // Null() for the NULL of the call protocol. Anything else (a function made in the frame, a
 // bound method, a cell) cannot be rebuilt: `not_restorable` then says why, and the frame
 // must run eagerly rather than be split.
