@@ -197,6 +197,12 @@ def classify(obj) -> str:
         if obj.__module__ == "builtins":
             return "builtin"
         return "class"
+    if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        # torch.Tensor.add used as a function: a graph operation like torch.add.
+        owner = getattr(obj, "__objclass__", None)
+        if isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object:
+            return "torch_function"
+        return "unknown"
     if callable(obj) and _is_torch_callable(obj):
         return "torch_function"
     return "unknown"

@@ -269,6 +269,18 @@ class BuiltinValue : public Value {
   py::Ref<> function_;
 };
 
+// super(cls, self): attribute lookups start after `cls` in type(self)'s MRO.
+class SuperValue : public Value {
+ public:
+  SuperValue(py::Ref<> cls, ValuePtr self) : cls_(std::move(cls)), self_(std::move(self)) {}
+  std::string repr() const override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+
+ private:
+  py::Ref<> cls_;
+  ValuePtr self_;
+};
+
 // bytegraph.graph_break(): always a break.
 class GraphBreakValue : public Value {
  public:
