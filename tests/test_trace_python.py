@@ -7,7 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from bytegraph import _bridge
-from tests._trace_helpers import check, nodes, targets, trace
+import pytest
+
+from tests._trace_helpers import check, nodes, run_traced, targets, trace
 
 
 def _helper(x, scale=2.0):
@@ -306,3 +308,36 @@ def test_list_aliasing_and_in_place_concatenation_stay_symbolic():
 
     result = check(f, torch.ones(2))
     assert result.output[1] == _bridge.Constant(True)
+
+
+def test_no_grad_block_is_recorded_and_the_mode_restored():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        z = y + x
+        return y, z
+
+    x = torch.ones(2, requires_grad=True)
+    result = trace(f, x)
+    assert torch.is_grad_enabled()
+    calls = [(n.target, n.args) for n in nodes(result, "call_function") if n.target is torch._C._set_grad_enabled]
+    assert calls == [(torch._C._set_grad_enabled, (False,)), (torch._C._set_grad_enabled, (True,))]
+    mul = [n for n in nodes(result, "call_function") if n.target is operator.mul][0]
+    add = [n for n in nodes(result, "call_function") if n.target is operator.add][0]
+    assert not mul.meta["example_value"].requires_grad and add.meta["example_value"].requires_grad
+    y, z = run_traced(result)
+    assert not y.requires_grad and z.requires_grad
+    torch.testing.assert_close(z, x * 3)
+
+
+def test_break_inside_no_grad_restores_the_real_mode():
+    def f(x):
+        with torch.no_grad():
+            print(x)
+        return x
+
+    import bytegraph._C as C
+
+    with pytest.raises(C.Unsupported):
+        trace(f, torch.ones(1))
+    assert torch.is_grad_enabled()

@@ -87,6 +87,21 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   PyObject* function = PyTuple_GET_ITEM(bound.get(), 0);   // borrowed
   PyObject* arguments = PyTuple_GET_ITEM(bound.get(), 1);  // borrowed
 
+  // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
+  const Bridge& bridge = Bridge::get();
+  py::Ref<> grad_enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
+  struct RestoreGradMode {
+    const Bridge& bridge;
+    PyObject* enabled;
+    ~RestoreGradMode() {
+      PyObject *type, *value, *traceback;
+      PyErr_Fetch(&type, &value, &traceback);
+      PyObject* result = PyObject_CallOneArg(bridge.set_grad_enabled.get(), enabled);
+      if (result == nullptr) PyErr_Clear();
+      Py_XDECREF(result);
+      PyErr_Restore(type, value, traceback);
+    }
+  } restore_grad_mode{bridge, grad_enabled.get()};
   Tracer tracer(py::Ref<>::newref(function));
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
   FrameState frame;

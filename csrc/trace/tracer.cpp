@@ -292,6 +292,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source);
+    case ObjectKind::GradMode:
+      if (is_direct(source)) guards.add(K::Id, source, real);
+      return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
     case ObjectKind::Class:
     case ObjectKind::Unknown:
       guards.add(K::Id, source, real);

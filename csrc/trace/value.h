@@ -281,6 +281,32 @@ class SuperValue : public Value {
   ValuePtr self_;
 };
 
+// torch.no_grad / torch.enable_grad (the classes) and their instances used in `with`:
+// entering records torch._C._set_grad_enabled(...) into the graph (which also switches the
+// real mode the fakes run under); the exit value restores the previous mode.
+class GradModeValue : public Value {
+ public:
+  GradModeValue(bool enabled, bool is_class, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), enabled_(enabled), is_class_(is_class) {}
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // BEFORE_WITH: switches the mode; returns the __exit__ value.
+  ValuePtr enter(Tracer& tracer);
+
+ private:
+  bool enabled_, is_class_;
+};
+
+class GradModeExitValue : public Value {
+ public:
+  explicit GradModeExitValue(bool previous) : previous_(previous) {}
+  std::string repr() const override { return "GradModeExit(" + std::string(previous_ ? "True" : "False") + ")"; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  bool previous_;
+};
+
 // bytegraph.graph_break(): always a break.
 class GraphBreakValue : public Value {
  public:
