@@ -341,3 +341,15 @@ def test_break_inside_no_grad_restores_the_real_mode():
     with pytest.raises(C.Unsupported):
         trace(f, torch.ones(1))
     assert torch.is_grad_enabled()
+
+
+def test_globals_of_a_helper_from_another_module_have_sources():
+    from tests import _trace_other_module as other
+
+    def f(x):
+        return other.helper(x)
+
+    result = check(f, torch.ones(3))
+    # `other` is a closure variable of f here.
+    assert result.inputs == ["L['x']", "closure['other'].helper.__globals__['BIAS']"]
+    assert "closure['other'].helper.__globals__['SCALE']: EQUALS_MATCH 2" in result.guards

@@ -16,6 +16,7 @@ void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyO
   PyObject* builtins = PyDict_GetItemString(fn->func_globals, "__builtins__");  // borrowed
   frame.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
   frame.root_globals = true;
+  frame.root_builtins = true;
   frame.outermost = true;
   const auto& names = frame.code->localsplus_names;
   frame.locals.resize(names.size());
