@@ -132,9 +132,16 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     trace_result.output = py::Ref<>::newref(Py_None);
     outputs = live_tensor_outputs(frame);
   }
+  // Tensors read (e.g. as items of an input list) but never used are not inputs, and their
+  // metadata does not matter: drop the placeholder and its tensor guard.
+  for (int dropped : tracer.graph.drop_unused_placeholders(outputs)) {
+    for (const auto& input : tracer.inputs)
+      if (input.node == dropped) tracer.guards.remove(GuardLog::Kind::Tensor, input.source);
+  }
   trace_result.graph_module = tracer.graph.materialize(tracer.bridge.build_graph_module.get(), outputs);
   trace_result.example_inputs = check(PyList_New(0));
   for (const auto& input : tracer.inputs) {
+    if (tracer.graph.node(static_cast<size_t>(input.node)).dead) continue;
     trace_result.inputs.push_back(input.source);
     check_status(PyList_Append(trace_result.example_inputs.get(), input.real.get()));
   }
