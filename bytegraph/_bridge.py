@@ -166,6 +166,8 @@ def classify(obj) -> str:
         return "graph_break"
     if obj is torch.no_grad or obj is torch.enable_grad:
         return "grad_mode"
+    if obj is torch.Size or obj is torch.device:
+        return "pure_function"  # constructors of constants: folded on constant arguments
     if isinstance(obj, torch.Tensor):
         return "tensor"
     if isinstance(obj, _CONSTANT_TYPES):

@@ -353,3 +353,18 @@ def test_globals_of_a_helper_from_another_module_have_sources():
     # `other` is a closure variable of f here.
     assert result.inputs == ["L['x']", "closure['other'].helper.__globals__['BIAS']"]
     assert "closure['other'].helper.__globals__['SCALE']: EQUALS_MATCH 2" in result.guards
+
+
+def test_try_blocks_asserts_and_constant_constructors():
+    def f(x):
+        assert x.dim() == 1, "expects a vector"
+        try:
+            y = x + 1
+        except RuntimeError:
+            y = x
+        if x.shape == torch.Size([3]) and x.device == torch.device("cpu"):
+            y = y * 2
+        return y
+
+    result = check(f, torch.ones(3))
+    assert targets(result, "call_function") == [operator.add, operator.mul]

@@ -257,8 +257,9 @@ class TorchFunctionValue : public Value {
 // folded on constants; operator.* on tensors records the operator.
 class BuiltinValue : public Value {
  public:
-  BuiltinValue(py::Ref<> function, guards::SourcePtr source = nullptr)
-      : Value(std::move(source)), function_(std::move(function)) {}
+  // `pure`: safe to run for real on constant arguments whatever the function is.
+  BuiltinValue(py::Ref<> function, guards::SourcePtr source = nullptr, bool pure = false)
+      : Value(std::move(source)), function_(std::move(function)), pure_(pure) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   PyObject* real_object() const override { return function_.get(); }
@@ -267,6 +268,7 @@ class BuiltinValue : public Value {
 
  private:
   py::Ref<> function_;
+  bool pure_;
 };
 
 // super(cls, self): attribute lookups start after `cls` in type(self)'s MRO.

@@ -156,7 +156,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Builtin:
     case ObjectKind::PureFunction:
       if (is_direct(source)) guards.add(K::Id, source, real);
-      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source);
+      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, classify(real) == ObjectKind::PureFunction);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source);
     case ObjectKind::GradMode:

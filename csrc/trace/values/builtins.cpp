@@ -268,7 +268,7 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("super")) return call_super(tracer, args);
   if (function == builtin("type") && args.size() == 1 && args[0]->python_type())
     return tracer.wrap(args[0]->python_type(), nullptr);
-  if (all_constant(args, kwargs) && (foldable_builtin(function) || is_pure_module_function(function)))
+  if (all_constant(args, kwargs) && (pure_ || foldable_builtin(function) || is_pure_module_function(function)))
     return fold(function, args, kwargs);
   if ((function == builtin("min") || function == builtin("max") || function == builtin("sum")) && kwargs.empty())
     return reduce_items(tracer, function == builtin("min") ? "min" : function == builtin("max") ? "max" : "sum", args);
