@@ -7,7 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from bytegraph import _bridge
-from tests._trace_helpers import check, nodes, targets, trace
+import pytest
+
+from tests._trace_helpers import check, nodes, run_traced, targets, trace
 
 
 def _helper(x, scale=2.0):
@@ -306,3 +308,63 @@ def test_list_aliasing_and_in_place_concatenation_stay_symbolic():
 
     result = check(f, torch.ones(2))
     assert result.output[1] == _bridge.Constant(True)
+
+
+def test_no_grad_block_is_recorded_and_the_mode_restored():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        z = y + x
+        return y, z
+
+    x = torch.ones(2, requires_grad=True)
+    result = trace(f, x)
+    assert torch.is_grad_enabled()
+    calls = [(n.target, n.args) for n in nodes(result, "call_function") if n.target is torch._C._set_grad_enabled]
+    assert calls == [(torch._C._set_grad_enabled, (False,)), (torch._C._set_grad_enabled, (True,))]
+    mul = [n for n in nodes(result, "call_function") if n.target is operator.mul][0]
+    add = [n for n in nodes(result, "call_function") if n.target is operator.add][0]
+    assert not mul.meta["example_value"].requires_grad and add.meta["example_value"].requires_grad
+    y, z = run_traced(result)
+    assert not y.requires_grad and z.requires_grad
+    torch.testing.assert_close(z, x * 3)
+
+
+def test_break_inside_no_grad_restores_the_real_mode():
+    def f(x):
+        with torch.no_grad():
+            print(x)
+        return x
+
+    import bytegraph._C as C
+
+    with pytest.raises(C.Unsupported):
+        trace(f, torch.ones(1))
+    assert torch.is_grad_enabled()
+
+
+def test_globals_of_a_helper_from_another_module_have_sources():
+    from tests import _trace_other_module as other
+
+    def f(x):
+        return other.helper(x)
+
+    result = check(f, torch.ones(3))
+    # `other` is a closure variable of f here.
+    assert result.inputs == ["L['x']", "closure['other'].helper.__globals__['BIAS']"]
+    assert "closure['other'].helper.__globals__['SCALE']: EQUALS_MATCH 2" in result.guards
+
+
+def test_try_blocks_asserts_and_constant_constructors():
+    def f(x):
+        assert x.dim() == 1, "expects a vector"
+        try:
+            y = x + 1
+        except RuntimeError:
+            y = x
+        if x.shape == torch.Size([3]) and x.device == torch.device("cpu"):
+            y = y * 2
+        return y
+
+    result = check(f, torch.ones(3))
+    assert targets(result, "call_function") == [operator.add, operator.mul]

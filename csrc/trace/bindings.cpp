@@ -94,6 +94,7 @@ void bind_trace(nb::module_& m) {
           partial.attr("graph_module") = borrow(result.graph_module);
           partial.attr("inputs") = nb::cast(result.inputs);
           partial.attr("example_inputs") = borrow(result.example_inputs);
+          partial.attr("output") = nb::none();
           partial.attr("guards") = nb::cast(result.guards);
           partial.attr("graph_break") = break_info(result.graph_break);
           const trace::BreakInfo& info = *result.graph_break;

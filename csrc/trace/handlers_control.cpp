@@ -70,6 +70,15 @@ void end_for(Tracer&, FrameState& frame, const Instruction&) {
   frame.pop();
 }
 
+// `with ctx:` — only grad-mode context managers are understood so far.
+void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr context = frame.pop();
+  auto* grad_mode = dynamic_cast<GradModeValue*>(context.get());
+  if (grad_mode == nullptr) unsupported("unsupported_context", "`with` on " + context->repr());
+  frame.push(grad_mode->enter(tracer));
+  frame.push(ConstantValue::none());  // what __enter__ returned
+}
+
 void return_value(Tracer&, FrameState& frame, const Instruction&) { frame.result = frame.pop(); }
 
 void return_const(Tracer& tracer, FrameState& frame, const Instruction& inst) {
@@ -95,6 +104,7 @@ void register_control_handlers(HandlerTable& table) {
   table.add("FOR_ITER", for_iter);
   table.add("END_FOR", end_for);
   table.add("RETURN_VALUE", return_value);
+  table.add("BEFORE_WITH", before_with);
   table.add("RETURN_CONST", return_const);
 }
 

@@ -66,6 +66,7 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   guards::SourcePtr source;
   if (real != nullptr) {
     if (frame.root_globals) source = guards::global_source(name);
+    else if (frame.globals_source) source = guards::item_source(frame.globals_source, inst.argval.copy());
   } else {
     PyObject* builtins = frame.builtins.get();
     if (PyDict_Check(builtins)) {
@@ -79,7 +80,7 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
       if (PyErr_Occurred()) throw_python_error();
       unsupported("name_error", "name '" + name + "' is not defined");
     }
-    if (frame.root_globals) source = guards::builtin_source(name);
+    if (frame.root_builtins) source = guards::builtin_source(name);
   }
   frame.push(tracer.wrap(real, source));
 }

@@ -70,6 +70,9 @@ ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args
   PyObject* builtins = PyDict_GetItemString(child.globals.get(), "__builtins__");  // borrowed
   child.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
   child.root_globals = frames.empty() ? false : frames.front()->globals.get() == child.globals.get();
+  child.root_builtins = frames.empty() ? false : frames.front()->builtins.get() == child.builtins.get();
+  if (!child.root_globals && function.source())
+    child.globals_source = guards::attr_source(function.source(), "__globals__");
   child.locals.resize(info.localsplus_names.size());
   child.closure = function.closure;
   bind_arguments(info, function, args, kwargs, child.locals);
