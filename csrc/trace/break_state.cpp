@@ -102,7 +102,9 @@ BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::ve
     std::vector<std::string> live = bytecode::live_locals_at(frame.code->instructions, frame.pc);
     std::unordered_set<std::string> live_set(live.begin(), live.end());
     const auto& names = frame.code->localsplus_names;
-    for (size_t slot = 0; slot < frame.locals.size() && slot < names.size(); ++slot) {
+    // Cell and free variables are not passed on: the resume function gets the closure.
+    const size_t fast_locals = std::min(names.size(), static_cast<size_t>(frame.code->nvarnames));
+    for (size_t slot = 0; slot < frame.locals.size() && slot < fast_locals; ++slot) {
       const ValuePtr& value = frame.locals[slot];
       if (!value || !live_set.count(names[slot])) continue;
       py::Ref<> plan;
