@@ -368,3 +368,17 @@ def test_try_blocks_asserts_and_constant_constructors():
 
     result = check(f, torch.ones(3))
     assert targets(result, "call_function") == [operator.add, operator.mul]
+
+
+def _doubles(xs):
+    for x in xs:
+        yield x * 2
+    yield xs[0]
+
+
+def test_generators_and_generator_expressions_run_eagerly():
+    def f(xs):
+        return sum(x * 2 for x in xs) + torch.stack(list(_doubles(xs))).sum(0) + max(len(x) for x in xs)
+
+    result = check(f, [torch.ones(2), torch.arange(2.0)])
+    assert torch.stack in targets(result, "call_function")

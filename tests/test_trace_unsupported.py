@@ -104,14 +104,25 @@ def test_unknown_c_function():
     assert break_kind(f, torch.ones(1)).kind == "unsupported_call"
 
 
-def test_generators_are_declined():
+def test_infinite_generators_hit_the_item_limit():
+    def naturals():
+        n = 0
+        while True:
+            yield n
+            n += 1
+
+    def f(x):
+        return x + len(list(naturals()))
+
+    error = break_kind(f, torch.ones(1))
+    assert error.kind == "generator" and "10000" in error.message
+
+
+def test_a_generator_function_as_the_outermost_frame_is_declined():
     def gen(x):
         yield x
 
-    def f(x):
-        return list(gen(x))
-
-    assert break_kind(f, torch.ones(1)).kind == "generator"
+    assert break_kind(gen, torch.ones(1)).kind == "generator"
 
 
 def test_bad_call_of_an_inlined_function_is_a_break_not_a_crash():
