@@ -95,6 +95,7 @@ def test_side_effects_on_inputs_attributes_and_outer_cells():
     assert break_kind(append_to_input, [], torch.ones(1)).kind == "side_effect"
     assert break_kind(set_attr, Holder(), torch.ones(1)).kind == "side_effect"
     assert break_kind(bump, torch.ones(1)).kind == "side_effect"
+    assert break_kind(_sets_a_global, torch.ones(1)).kind == "side_effect"
 
 
 def test_unknown_c_function():
@@ -218,3 +219,12 @@ def test_rollback_restores_iterators_advanced_inside_the_instruction():
 
     state = break_kind(f, torch.ones(2)).partial.graph_break
     assert state["locals"]["steps"] == "ListIteratorVariable(length=2, index=0)"
+
+
+_COUNTER = 0
+
+
+def _sets_a_global(x):
+    global _COUNTER
+    _COUNTER = 1
+    return x
