@@ -51,6 +51,10 @@ void bind_trace(nb::module_& m) {
       .def_prop_ro("example_inputs", [](const trace::TraceResult& r) { return borrow(r.example_inputs); })
       .def_prop_ro("output", [](const trace::TraceResult& r) { return borrow(r.output); })
       .def_prop_ro("guards", [](const trace::TraceResult& r) { return r.guards; })
+      // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.
+      .def_prop_ro(
+          "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
+          nb::rv_policy::reference_internal)
       .def_prop_ro("graph_break", [](const trace::TraceResult& r) { return break_info(r.graph_break); });
 
   trace.def(
