@@ -228,3 +228,15 @@ def _sets_a_global(x):
     global _COUNTER
     _COUNTER = 1
     return x
+
+
+def test_python_errors_raised_while_tracing_become_breaks():
+    layers = torch.nn.ModuleList([torch.nn.ReLU()])
+
+    def f(x):
+        y = x + 1
+        return layers[3](y)
+
+    error = break_kind(f, torch.ones(1))
+    assert error.kind == "python_error" and "IndexError" in error.message
+    assert [n.op for n in error.partial.graph_module.graph.nodes].count("call_function") == 1
