@@ -368,3 +368,28 @@ def test_try_blocks_asserts_and_constant_constructors():
 
     result = check(f, torch.ones(3))
     assert targets(result, "call_function") == [operator.add, operator.mul]
+
+
+def _doubles(xs):
+    for x in xs:
+        yield x * 2
+    yield xs[0]
+
+
+def test_generators_and_generator_expressions_run_eagerly():
+    def f(xs):
+        return sum(x * 2 for x in xs) + torch.stack(list(_doubles(xs))).sum(0) + max(len(x) for x in xs)
+
+    result = check(f, [torch.ones(2), torch.arange(2.0)])
+    assert torch.stack in targets(result, "call_function")
+
+
+def test_returned_inputs_keep_their_identity_through_sources():
+    def f(xs, x):
+        return xs, x, [xs[0]]
+
+    xs = [torch.ones(1)]
+    result = trace(f, xs, torch.ones(2))
+    assert result.output[0] == _bridge.Source("L['xs']")
+    assert result.output[1] == _bridge.GraphOutput(0)  # tensors go through the graph
+    assert isinstance(result.output[2], list)

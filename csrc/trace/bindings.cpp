@@ -71,6 +71,10 @@ void bind_trace(nb::module_& m) {
                    "{source name: guards.Source} for the inputs and the returned sources")
       .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
            "A new guard tree for everything the trace relied on.")
+      // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.
+      .def_prop_ro(
+          "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
+          nb::rv_policy::reference_internal)
       .def_prop_ro("graph_break", [](const trace::TraceResult& r) {
         nb::object info = break_info(r.graph_break);
         if (!info.is_none() && r.break_state) add_break_state(info, *r.break_state);

@@ -140,6 +140,15 @@ void store_attr(Tracer&, FrameState& frame, const Instruction& inst) {
   unsupported("side_effect", "setting attribute '" + name_of(inst) + "' of " + object->repr());
 }
 
+// Writes that outlive the trace: replaying them after the graph is not implemented yet.
+void store_global(Tracer&, FrameState&, const Instruction& inst) {
+  unsupported("side_effect", "assigning the global '" + name_of(inst) + "'");
+}
+
+void delete_attr(Tracer&, FrameState& frame, const Instruction& inst) {
+  unsupported("side_effect", "deleting attribute '" + name_of(inst) + "' of " + frame.top()->repr());
+}
+
 void kw_names(Tracer&, FrameState& frame, const Instruction& inst) { frame.kw_names = inst.argval.copy(); }
 
 }  // namespace
@@ -168,6 +177,9 @@ void register_stack_handlers(HandlerTable& table) {
   table.add("LOAD_ATTR", load_attr);
   table.add("LOAD_METHOD", load_method);
   table.add("STORE_ATTR", store_attr);
+  table.add("STORE_GLOBAL", store_global);
+  table.add("DELETE_GLOBAL", store_global);
+  table.add("DELETE_ATTR", delete_attr);
   table.add("KW_NAMES", kw_names);
 }
 

@@ -51,6 +51,13 @@ py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int
     return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
   }
   if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
+  // An input container (never mutated: that would have been a break) is returned as itself.
+  auto* input_seq = dynamic_cast<SequenceValue*>(value.get());
+  auto* input_dict = dynamic_cast<DictValue*>(value.get());
+  if (value->source() && ((input_seq && !input_seq->mutable_here()) || (input_dict && !input_dict->mutable_here()))) {
+    py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
+    return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
+  }
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
     for (size_t i = 0; i < seq->items.size(); ++i)

@@ -48,6 +48,8 @@ struct FrameState {
   const bytecode::Instruction* current = nullptr;
   ValuePtr result;  // set by RETURN_VALUE
   bool outermost = false;
+  // Generators run eagerly to completion: what they yield, in order (null otherwise).
+  std::shared_ptr<Args> yielded;
 
   ValuePtr pop();
   ValuePtr& top(size_t depth = 0);
