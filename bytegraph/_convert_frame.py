@@ -170,13 +170,18 @@ class FrameConverter:
             "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
             "\n".join(f"  {line}" for line in info["user_stack"]),
         )
-        site = _C.codegen.break_site(code, info["offset"])
+        stack, locals_plan = list(info["stack_plan"]), dict(info["locals_plan"])
+        grad_blocks = _open_grad_mode_blocks(code, info) if info["restorable"] else None
+        site = _C.codegen.break_site(code, info["offset"], bool(grad_blocks))
         why = _why_not_split(code, info, site)
         if why is not None:
             graph_break_log.info("%s runs eagerly: %s", code.co_qualname, why)
             _never_offer_again(code)
             return None
-        stack, locals_plan = list(info["stack_plan"]), dict(info["locals_plan"])
+        restore_grad_mode = None
+        if grad_blocks:
+            restore_grad_mode = (torch._C._set_grad_enabled, stack[grad_blocks[0]].previous)
+            _enter_grad_mode_blocks_again(stack, grad_blocks, info["grad_enabled"])
         kinds = _stack_kinds(stack, site)
         resumes = []
         for offset, pops, pushes in site["continuations"]:
@@ -192,7 +197,7 @@ class FrameConverter:
             compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
         new_code = _C.codegen.generate_break_call(
             code, [result.sources[name] for name in result.inputs], compiled, stack, locals_plan,
-            info["kw_names"], info["offset"], resumes, result.sources)
+            info["kw_names"], info["offset"], resumes, result.sources, restore_grad_mode)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:
@@ -271,6 +276,37 @@ def _inside_loop(code, offset):
     return False
 
 
+def _open_grad_mode_blocks(code, info):
+    """Stack positions of the exits of the grad-mode `with` blocks open at the break, when the
+    handlers protecting the breaking instruction are exactly those blocks' cleanups (one per
+    block, innermost first, nothing around them); else None (an empty list: no handler)."""
+    from bytegraph.bytecode import decode
+
+    stack = info["stack_plan"]
+    exits = [i for i, plan in enumerate(stack) if isinstance(plan, _bridge.GradModeExit)]
+    instructions = decode(code)
+    position = {id(inst): i for i, inst in enumerate(instructions)}
+    entry = next(inst for inst in instructions if inst.offset == info["offset"]).exn_tab_entry
+    for exit_position in reversed(exits):
+        if entry is None or entry.depth != exit_position + 1:
+            return None
+        handler = entry.target
+        following = position[id(handler)] + 1
+        if handler.opname != "PUSH_EXC_INFO" or following >= len(instructions) or \
+                instructions[following].opname != "WITH_EXCEPT_START" or handler.exn_tab_entry is None:
+            return None
+        # The cleanup's own handler (COPY, POP_EXCEPT, RERAISE) is protected by the next block out.
+        entry = handler.exn_tab_entry.target.exn_tab_entry
+    return exits if entry is None else None
+
+
+def _enter_grad_mode_blocks_again(stack, exits, grad_enabled):
+    """Replaces the blocks' exits by plans that enter the same modes again (outermost first)."""
+    for k, exit_position in enumerate(exits):
+        inside = stack[exits[k + 1]].previous if k + 1 < len(exits) else grad_enabled
+        stack[exit_position] = _bridge.EnterContext(torch.enable_grad if inside else torch.no_grad)
+
+
 def _stack_kinds(stack, site):
     """Each stack slot's kind for the resume functions; a loop iterator that the breaking
     instruction does not consume is passed on as the tuple of its remaining items (the
@@ -280,6 +316,8 @@ def _stack_kinds(stack, site):
     for i, plan in enumerate(stack):
         if isinstance(plan, _bridge.Null):
             kinds.append("null")
+        elif isinstance(plan, _bridge.EnterContext):
+            kinds.append(("context", plan.cls))
         elif isinstance(plan, _bridge.Iterator) and i < untouched:
             stack[i] = tuple(plan.items)
             kinds.append("iter")

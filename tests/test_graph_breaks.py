@@ -250,7 +250,7 @@ def test_break_in_a_nested_helper_splits_the_caller_at_its_call(capsys):
     assert counter.frame_count == 3
 
 
-def test_break_under_no_grad_keeps_the_mode(capsys):
+def test_break_under_no_grad_matches_eager(capsys):
     def f(x):
         a = x * 3
         with torch.no_grad():
@@ -265,6 +265,76 @@ def test_break_under_no_grad_keeps_the_mode(capsys):
     expected = f(x)
     assert_same(result, expected)
     assert torch.is_grad_enabled()
+
+
+def test_break_under_no_grad_is_split_and_the_resume_function_enters_the_block_again(capsys):
+    def f(x):
+        a = x * 3
+        with torch.no_grad():
+            y = x * 2
+            print("inside", torch.is_grad_enabled())
+            y = y + 1
+        return y, a + y
+
+    x = torch.randn(3, requires_grad=True)
+    counter = run_both(f, x)
+    assert counter.frame_count == 2
+    out = capsys.readouterr().out
+    assert out.count("inside False") == 2
+    assert torch.is_grad_enabled()
+
+
+def test_break_in_nested_grad_mode_blocks(capsys):
+    def f(x):
+        a = x * 3
+        with torch.no_grad():
+            y = x * 2
+            with torch.enable_grad():
+                z = x * 4
+                print("inner", torch.is_grad_enabled())
+                w = z + 1
+            print("middle", torch.is_grad_enabled())
+            y = y + w
+        return y, a + y, w
+
+    x = torch.randn(3, requires_grad=True)
+    counter = run_both(f, x)
+    assert counter.frame_count == 3
+    out = capsys.readouterr().out
+    assert out.count("inner True") == 2 and out.count("middle False") == 2
+    assert torch.is_grad_enabled()
+
+
+def test_an_exception_at_a_break_under_no_grad_restores_the_mode():
+    def fail(y):
+        raise ValueError("boom")
+
+    def f(x):
+        y = x * 2
+        with torch.no_grad():
+            y = y + 1
+            fail(y)
+        return y
+
+    compiled = bytegraph.compile(f, backend="eager")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="boom"):
+            compiled(torch.randn(3, requires_grad=True))
+        assert torch.is_grad_enabled()
+
+
+def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
+    path = tmp_path / "out.txt"
+
+    def f(x):
+        y = x + 1
+        with open(path, "w") as handle:
+            handle.write("text")
+            z = y * 2
+        return z
+
+    run_both(f, torch.randn(3))
+    assert path.read_text() == "text"
 
 
 def test_break_inside_try_finally_matches_eager(capsys):
