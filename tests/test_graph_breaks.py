@@ -138,7 +138,33 @@ def test_break_state_names_the_stack_and_live_locals():
     assert "b" not in info["locals_plan"]
 
 
+def test_an_explicit_graph_break_splits_the_frame():
+    def f(x):
+        y = x + 1
+        bytegraph.graph_break()
+        return y * 2
+
+    backend = RecordingBackend()
+    run_both(f, torch.randn(3), backend=backend)
+    assert backend.calls() == [["add"], ["mul"]]
+
+
 # ---- the resume-function code objects -----------------------------------------------------
+
+
+def test_resume_functions_of_resume_functions_are_built_from_the_original_code():
+    compiled = bytegraph.compile(foo2, backend="eager")
+    for sa, sb in [(1, 1), (-1, -1)]:
+        compiled(sa * torch.ones(2), sb * torch.ones(2))
+    original_offsets = {inst.offset for inst in decode(foo2.__code__)}
+    assert _resume.cached_count() == 4
+    for (original, offset, _, _), code in _resume._cache.items():
+        assert original is foo2.__code__
+        assert offset in original_offsets and code.co_name.startswith(f"__resume_at_{offset}_")
+        # Everything after the prologue is the original code, instruction for instruction.
+        _, mapping = _resume.origin(code)
+        assert set(mapping.values()) <= original_offsets
+        assert len(mapping) == len([i for i in decode(foo2.__code__) if i.opname != "RESUME"])
 
 
 def test_resume_functions_are_named_after_the_offset_and_cached():
@@ -335,6 +361,19 @@ def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
 
     run_both(f, torch.randn(3))
     assert path.read_text() == "text"
+
+
+def test_break_under_autocast_matches_eager(capsys):
+    def f(x):
+        y = x + 1
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            z = torch.mm(y, y)
+            print("in autocast")
+            w = torch.mm(z, y)
+        return w, torch.is_autocast_enabled("cpu")
+
+    run_both(f, torch.randn(4, 4))
+    assert not torch.is_autocast_enabled("cpu")
 
 
 def test_break_inside_try_finally_matches_eager(capsys):
