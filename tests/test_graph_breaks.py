@@ -471,6 +471,44 @@ def test_the_null_of_a_call_and_a_method_on_the_stack():
     assert counter.frame_count >= 2
 
 
+SWAPPED = torch.ones(3)
+
+
+def _rebind_swapped():
+    global SWAPPED
+    SWAPPED = torch.zeros(3)
+
+
+def test_values_read_before_the_break_are_not_read_again_after_it():
+    global SWAPPED
+
+    def f(x):
+        old = SWAPPED
+        alias = x
+        x = x + 1
+        pair = torch.add(SWAPPED, _rebind_swapped() or alias)  # the call rebinds SWAPPED
+        return old + x + pair
+
+    SWAPPED = torch.ones(3)
+    x = torch.randn(3)
+    compiled_result = bytegraph.compile(f, backend="eager")(x)
+    SWAPPED = torch.ones(3)
+    assert torch.equal(compiled_result, f(x))
+    assert torch.equal(SWAPPED, torch.zeros(3))
+
+
+def test_a_break_at_a_call_with_star_args(capsys):
+    def f(x):
+        y = x * 2
+        parts = ("a", "b")
+        print(*parts, sep="+")
+        return y - 1
+
+    counter = run_both(f, torch.randn(3))
+    assert counter.frame_count == 2
+    assert capsys.readouterr().out == "a+b\n" * 2
+
+
 def test_keyword_arguments_of_the_breaking_call():
     def f(x):
         y = x + 1
