@@ -425,3 +425,18 @@ class EnterContext:
 
     def __eq__(self, other):
         return isinstance(other, EnterContext) and other.cls is self.cls
+
+
+class BoundMethod:
+    """A user method bound at run time: types.MethodType(function, self), both plans."""
+
+    __slots__ = ("function", "self")
+
+    def __init__(self, function, self_):
+        self.function, self.self = function, self_
+
+    def __repr__(self):
+        return f"BoundMethod({self.function!r}, {self.self!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, BoundMethod) and (other.function, other.self) == (self.function, self.self)

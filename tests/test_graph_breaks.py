@@ -276,6 +276,54 @@ def test_break_in_a_nested_helper_splits_the_caller_at_its_call(capsys):
     assert counter.frame_count == 3
 
 
+class _Helper:
+    def helper(self, h):
+        print("helper")
+        return h + 1
+
+
+class _OtherHelper:
+    def helper(self, h):
+        print("other")
+        return h - 100
+
+
+def test_break_in_a_user_method_splits_the_caller_at_the_method_call(capsys):
+    def f(x, obj):
+        y = x.sin()
+        return obj.helper(y) * 3
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    x = torch.randn(3)
+    assert_same(compiled(x, _Helper()), f(x, _Helper()))
+    assert counter.frame_count == 3  # sin; the method's own resume (h + 1); * 3
+    assert_same(compiled(x, _OtherHelper()), f(x, _OtherHelper()))
+
+
+def test_break_in_a_module_method(capsys):
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+
+        def helper(self, h):
+            print("helper")
+            return h * 2
+
+        def forward(self, x):
+            return self.helper(self.linear(x)).relu()
+
+    m = M()
+    counter = CompileCounter()
+    x = torch.randn(2, 4)
+    result = bytegraph.compile(m, backend=counter)(x)
+    assert torch.allclose(result, m(x))
+    assert counter.frame_count == 3
+    result.sum().backward()
+    assert m.linear.weight.grad is not None
+
+
 def test_break_under_no_grad_matches_eager(capsys):
     def f(x):
         a = x * 3

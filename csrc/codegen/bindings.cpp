@@ -57,6 +57,13 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     plan.kind = OutputPlan::Kind::Null;
     return plan;
   }
+  if (type_name == "BoundMethod") {
+    plan.kind = OutputPlan::Kind::BoundMethod;
+    plan.constant = py::Ref<>::newref(nb::module_::import_("types").attr("MethodType").ptr());
+    plan.items.push_back(plan_from_python(node.attr("function"), sources));
+    plan.items.push_back(plan_from_python(node.attr("self"), sources));
+    return plan;
+  }
   if (type_name == "EnterContext") {
     plan.kind = OutputPlan::Kind::EnterContext;
     plan.constant = py::Ref<>::newref(node.attr("cls").ptr());

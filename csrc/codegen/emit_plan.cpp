@@ -58,6 +58,13 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.emit(op::GET_ITER);
       return;
+    case Kind::BoundMethod:
+      builder.emit(op::PUSH_NULL);
+      builder.load_const(plan.constant.get());
+      emit_plan(builder, plan.items.at(0), code);
+      emit_plan(builder, plan.items.at(1), code);
+      builder.call(2);
+      return;
     case Kind::EnterContext:
       emit_enter_context(builder, plan.constant.get());
       return;

@@ -16,12 +16,12 @@
 namespace bytegraph::codegen {
 
 struct OutputPlan {
-  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext };
+  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext, BoundMethod };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple
-  py::Ref<> constant;            // Constant; EnterContext: the context manager class
+  py::Ref<> constant;            // Constant; EnterContext: the context manager class; BoundMethod: types.MethodType
   guards::SourcePtr source;      // Source
-  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner)
+  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner), BoundMethod (function, self)
   std::string attribute;         // Attr
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
 

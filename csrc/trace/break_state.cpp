@@ -23,6 +23,7 @@ class PlanWriter {
     iterator_class_ = check(PyObject_GetAttrString(bridge.get(), "Iterator"));
     attr_class_ = check(PyObject_GetAttrString(bridge.get(), "Attr"));
     grad_exit_class_ = check(PyObject_GetAttrString(bridge.get(), "GradModeExit"));
+    bound_method_class_ = check(PyObject_GetAttrString(bridge.get(), "BoundMethod"));
   }
 
   py::Ref<> plan(const ValuePtr& value) {
@@ -62,6 +63,19 @@ class PlanWriter {
     if (auto* exit = dynamic_cast<GradModeExitValue*>(value.get())) {
       return check(PyObject_CallOneArg(grad_exit_class_.get(), exit->previous() ? Py_True : Py_False));
     }
+    if (auto* method = dynamic_cast<BoundMethodValue*>(value.get())) {
+      // `obj.method` for a user method: types.MethodType(function, obj) at run time.
+      py::Ref<> function_plan;
+      if (method->function->source()) {
+        function_plan = plan(method->function);
+      } else if (PyObject* real = method->function->real_object()) {
+        function_plan = check(PyObject_CallOneArg(tracer_.bridge.constant_class.get(), real));
+      } else {
+        throw NotRestorable{value->repr()};
+      }
+      py::Ref<> self_plan = plan(method->self);
+      return check(PyObject_CallFunctionObjArgs(bound_method_class_.get(), function_plan.get(), self_plan.get(), nullptr));
+    }
     if (auto [owner, name] = value->bound_attribute(); owner) {
       py::Ref<> owner_plan = plan(owner);
       py::Ref<> attribute = check(PyUnicode_FromString(name.c_str()));
@@ -87,7 +101,7 @@ class PlanWriter {
   Tracer& tracer_;
   std::vector<int>& outputs_;
   std::vector<guards::SourcePtr>& sources_;
-  py::Ref<> null_class_, iterator_class_, attr_class_, grad_exit_class_;
+  py::Ref<> null_class_, iterator_class_, attr_class_, grad_exit_class_, bound_method_class_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 // frame (inputs, globals, attributes: re-read, so identity is kept), Constant(v), tuples,
 // lists and dicts of plans, Iterator([plans]) for a loop's iterator (its remaining items),
 // Attr(plan, name) for a method read and not called yet (`x.add`, `xs.append`),
+// BoundMethod(function plan, self plan) for a user method (`self.helper`),
 // GradModeExit(previous) for the exit of a `with torch.no_grad()/enable_grad()` block and
 // Null() for the NULL of the call protocol. Anything else (a function made in the frame, a
 // bound method, a cell) cannot be rebuilt: `not_restorable` then says why, and the frame
