@@ -499,6 +499,41 @@ def test_in_place_update_of_an_input_before_a_break():
     assert torch.equal(r1, r2) and torch.equal(x1, x2)
 
 
+def test_a_while_loop_on_a_tensor_condition():
+    def f(x):
+        steps = 0
+        while x.sum() > 0:
+            x = x - 1
+            steps += 1
+        return x, steps
+
+    for start in (0.5, 2.5, 4.5):
+        run_both(f, torch.full((3,), start))
+
+
+def test_item_and_tolist_flowing_into_python_control_flow():
+    def f(x):
+        y = x * 2
+        if y.sum().item() > 0:
+            y = y + 1
+        values = y.tolist()
+        return y * len(values), values[0]
+
+    for sign in (1, -1):
+        run_both(f, sign * torch.ones(3))
+
+
+def test_numpy_in_the_middle():
+    numpy = pytest.importorskip("numpy")
+
+    def f(x):
+        y = x + 1
+        z = torch.from_numpy(numpy.asarray(y) * 2)
+        return z - y
+
+    run_both(f, torch.randn(3))
+
+
 def test_values_of_every_kind_on_the_stack_at_the_break():
     def f(x):
         t = (x, 1)
