@@ -487,6 +487,31 @@ def test_mutations_before_a_break_happen_in_program_order():
     assert events == [("print", 1, True, 7)]
 
 
+def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
+    def f(x):
+        a = []
+        b = a
+        a.append(x + 1)
+        print("break")
+        b.append(x * 2)
+        return a, a is b
+
+    run_both(f, torch.randn(3))
+
+
+def test_an_iterator_shared_by_a_loop_and_a_local():
+    def f(x):
+        it = iter([1, 2, 3, 4])
+        total = x
+        for k in it:
+            total = total + k
+            print("k", k)
+            next(it, None)
+        return total
+
+    run_both(f, torch.zeros(2))
+
+
 def test_in_place_update_of_an_input_before_a_break():
     def f(x):
         x.add_(1)

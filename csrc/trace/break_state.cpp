@@ -42,6 +42,7 @@ class PlanWriter {
       return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
     }
     if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
+    require_single_reference(value);
     if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
       if (seq->field_names) throw NotRestorable{"a named tuple " + value->repr()};
       py::Ref<> list = plans_of(seq->items);
@@ -85,6 +86,17 @@ class PlanWriter {
   }
 
  private:
+  // Each plan builds a new object: a list, dict or iterator made in the frame and reachable
+  // twice (two locals, a local and the loop) would become two objects, so it is not rebuilt.
+  void require_single_reference(const ValuePtr& value) {
+    const bool is_mutable = dynamic_cast<DictValue*>(value.get()) != nullptr ||
+                            dynamic_cast<IteratorValue*>(value.get()) != nullptr ||
+                            (dynamic_cast<SequenceValue*>(value.get()) != nullptr &&
+                             static_cast<SequenceValue&>(*value).is_list());
+    if (is_mutable && !made_here_.insert(value.get()).second)
+      throw NotRestorable{value->repr() + ", which is referenced from two places"};
+  }
+
   py::Ref<> plans_of(const Args& items) {
     py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(items.size())));
     for (size_t i = 0; i < items.size(); ++i) PyList_SET_ITEM(list.get(), i, plan(items[i]).release());
@@ -101,6 +113,7 @@ class PlanWriter {
   Tracer& tracer_;
   std::vector<int>& outputs_;
   std::vector<guards::SourcePtr>& sources_;
+  std::unordered_set<const Value*> made_here_;
   py::Ref<> null_class_, iterator_class_, attr_class_, grad_exit_class_, bound_method_class_;
 };
 
