@@ -278,7 +278,7 @@ def test_input_gradients_match_eager_under_aot_eager():
 # ---- frames that cannot be captured run as they are -------------------------------------
 
 
-def test_a_tensor_branch_runs_eagerly_and_correctly():
+def test_a_tensor_branch_gives_eager_results_on_both_sides():
     def foo1(a, b):
         x = a + b
         if b.sum() < 0:
