@@ -101,22 +101,24 @@ def show_slides_example():
 
 
 def show_breaks():
-    _heading("5. The notebook's foo2: a graph break at each tensor branch")
+    _heading("5. The notebook's foo2: graph breaks at tensor branches, resume functions")
     handler = _PrintHandler()
-    logger = logging.getLogger("bytegraph.graph_breaks")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    counter = CompileCounter()
+    loggers = [logging.getLogger(name) for name in ("bytegraph.graph_breaks", "bytegraph.bytecode")]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    show = _ShowGraphs()
     try:
-        compiled = bytegraph.compile(examples.foo2, backend=counter)
+        compiled = bytegraph.compile(examples.foo2, backend=show)
         a, b = torch.ones(2, 3), torch.ones(2, 3)
         for sa, sb in ((1, 1), (-1, 1), (1, -1), (-1, -1)):
+            print(f"\n>>> foo2 with signs a={sa:+d}, b={sb:+d}")
             out = compiled(sa * a, sb * b)
-            same = torch.equal(out, examples.foo2(sa * a, sb * b))
-            print(f"foo2(signs a={sa:+d}, b={sb:+d}) equals eager: {same}")
+            print(f"result equals eager: {torch.equal(out, examples.foo2(sa * a, sb * b))}")
     finally:
-        logger.removeHandler(handler)
-    print(f"graphs compiled: {counter.frame_count}")
+        for logger in loggers:
+            logger.removeHandler(handler)
+    print(f"\ngraphs compiled for foo2 over the four sign combinations: {show.count}")
     try:
         bytegraph.compile(examples.foo1, backend="eager", fullgraph=True)(torch.ones(2), torch.ones(2))
     except bytegraph.exc.GraphBreakError as error:

@@ -15,3 +15,5 @@ def test_demo_shows_graphs_guards_breaks_and_timings():
     assert "call_function  gt  gt  (sum_1, 3)" in out  # constants folded before the break
     assert "equals eager: False" not in out
     assert "cache hit" in out
+    assert "RESUME FUNCTION __resume_at_" in out and "MODIFIED BYTECODE" in out  # foo2's breaks
+    assert "graphs compiled for foo2 over the four sign combinations: 5" in out
