@@ -9,15 +9,16 @@ namespace {
 
 // BINARY_OP's argument names an operator; `dis` keeps the table (3.11+), read once.
 std::string binary_operator(int arg) {
-  static py::Ref<> table = [] {
+  // Deliberately never released: a static Ref would decref after the interpreter is gone.
+  static PyObject* table = [] {
     py::Ref<> dis = check(PyImport_ImportModule("dis"));
-    py::Ref<> ops = py::Ref<>::steal(PyObject_GetAttrString(dis.get(), "_nb_ops"));
-    if (!ops) PyErr_Clear();
+    PyObject* ops = PyObject_GetAttrString(dis.get(), "_nb_ops");
+    if (ops == nullptr) PyErr_Clear();
     return ops;
   }();
-  if (!table || !PySequence_Check(table.get()) || arg < 0 || arg >= PySequence_Size(table.get()))
+  if (table == nullptr || !PySequence_Check(table) || arg < 0 || arg >= PySequence_Size(table))
     return std::to_string(arg);
-  py::Ref<> entry = check(PySequence_GetItem(table.get(), arg));
+  py::Ref<> entry = check(PySequence_GetItem(table, arg));
   py::Ref<> symbol = check(PySequence_GetItem(entry.get(), 1));
   return trace::py_str(symbol.get());
 }
