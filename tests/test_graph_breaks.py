@@ -487,6 +487,31 @@ def test_mutations_before_a_break_happen_in_program_order():
     assert events == [("print", 1, True, 7)]
 
 
+def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
+    def f(x):
+        a = []
+        b = a
+        a.append(x + 1)
+        print("break")
+        b.append(x * 2)
+        return a, a is b
+
+    run_both(f, torch.randn(3))
+
+
+def test_an_iterator_shared_by_a_loop_and_a_local():
+    def f(x):
+        it = iter([1, 2, 3, 4])
+        total = x
+        for k in it:
+            total = total + k
+            print("k", k)
+            next(it, None)
+        return total
+
+    run_both(f, torch.zeros(2))
+
+
 def test_in_place_update_of_an_input_before_a_break():
     def f(x):
         x.add_(1)
@@ -612,6 +637,47 @@ def test_closures_keep_working_in_resume_functions():
 
     counter = run_both(f, torch.randn(3))
     assert counter.frame_count == 2
+
+
+def test_cell_variables_written_before_a_break_reach_closures_made_after_it(capsys):
+    def f(x):
+        y = x * 2  # a cell: the lambda below reads it
+        print("break")
+        scale = lambda t: t * y  # noqa: E731
+        return scale(x) + y
+
+    counter = run_both(f, torch.randn(3))
+    assert counter.frame_count == 2
+
+
+def test_a_closure_made_before_the_break_shares_the_cell_with_the_resumed_code(capsys):
+    def f(x):
+        total = x + 1
+
+        def bump():
+            nonlocal total
+            total = total * 2
+
+        print("break")
+        bump()
+        bump()
+        return total
+
+    run_both(f, torch.randn(3))
+
+
+def test_functions_made_before_the_break_are_made_again_with_defaults_and_closure(capsys):
+    def f(x):
+        offset = x.cos()
+
+        def shift(t, k=2, *, scale=3):
+            return (t + offset) * k * scale
+
+        twice = shift
+        print("break")
+        return shift(x), shift(x, 1, scale=1), twice is shift
+
+    run_both(f, torch.randn(3))
 
 
 def test_ten_breaks_in_one_function(capsys):
