@@ -415,3 +415,26 @@ def test_real_trace_page_loads_and_steps_in_chromium(browser, tmp_path, seed_tra
     open_page(browser, path.as_uri() + "#frame=1&step=0")
     assert current_offset(browser) == seed_trace.frames[1].steps[0].offset
     assert console_errors(browser) == []
+
+
+# ---- several breaks ----------------------------------------------------------------------
+
+
+def test_each_resume_function_is_a_frame_of_its_own():
+    from bytegraph.examples import foo2
+
+    a, b = torch.tensor([-1.0, -2.0]), torch.tensor([-3.0, 1.0])  # both branches taken
+    trace = bytegraph.trace(foo2, a, b)
+    assert torch.equal(trace.result, foo2(a, b))
+    assert [f.kind for f in trace.frames] == ["original", "resume", "resume"]
+    assert len(trace.graphs) == 3
+    for frame in trace.frames[:2]:
+        assert frame.steps[-1].note == "branch on a tensor: graph break, compile the subgraph"
+    assert trace.frames[-1].steps[-1].opname == "RETURN_VALUE"
+    # Each frame's graph is its own trace's: the resume functions start from their inputs.
+    for frame, gm in zip(trace.frames, trace.graphs):
+        assert [r for r in frame.steps[-1].graph if r.startswith("call_")] == [
+            fx_node_row(node) for node in gm.graph.nodes if node.op.startswith("call_")
+        ]
+    muls = [r for r in trace.frames[1].steps[-1].graph if r.startswith("call_function  mul")]
+    assert muls, "the first resume function multiplies x by -1"
