@@ -285,6 +285,22 @@ def test_attaching_twice_is_an_error_and_nothing_is_recorded_when_detached():
     assert listener.events == []
 
 
+def test_a_listener_hears_only_its_own_thread():
+    import threading
+
+    listener = Listener()
+    _C.record.attach(listener)
+    try:
+        worker = threading.Thread(target=lambda: _C.trace.trace(sizes, (torch.ones(4),), {}))
+        worker.start()
+        worker.join()
+        assert listener.events == []
+        _C.trace.trace(sizes, (torch.ones(4),), {})
+        assert listener.events[0] == ("begin", "sizes", None)
+    finally:
+        _C.record.detach()
+
+
 def test_a_failing_listener_raises_a_python_error_not_a_crash():
     class Broken(Listener):
         def step(self, *args):
