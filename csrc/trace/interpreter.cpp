@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bytecode/opcodes.h"
+#include "record/trace_events.h"
 
 namespace bytegraph::trace {
 
@@ -92,11 +93,14 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
       // the real call would raise there too, so stop before this instruction.
       unsupported("python_error", error.what());
     }
-  } catch (const Unsupported&) {
+  } catch (const Unsupported& error) {
     if (tracer.pending_user_stack.empty())
       for (const FrameState* f : tracer.frames) tracer.pending_user_stack.push_back(frame_location(*f));
+    // The outermost frame records its break once rolled back (run_frame).
+    if (tracer.events && !frame.outermost) tracer.events->break_step(frame, inst, error.kind(), error.what());
     throw;
   }
+  if (tracer.events) tracer.events->step(frame, inst);
 }
 
 struct FramePush {
@@ -109,6 +113,7 @@ struct FramePush {
 
 ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
   FramePush push(tracer, &frame);
+  record::FrameScope recorded(tracer.events.get(), frame);
   const auto& instructions = frame.code->instructions;
   while (!frame.result) {
     if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
@@ -126,6 +131,7 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
       step(tracer, frame, inst);
     } catch (const Unsupported& error) {
       restore(tracer, frame, checkpoint);
+      if (tracer.events) tracer.events->break_step(frame, inst, error.kind(), error.what());
       if (break_info == nullptr) throw;
       break_info->kind = error.kind();
       break_info->offset = inst.offset;

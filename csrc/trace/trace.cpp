@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "record/trace_events.h"
 #include "trace/interpreter.h"
 
 namespace bytegraph::trace {
@@ -127,6 +128,8 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   } restore_grad_mode{bridge, grad_enabled.get()};
   Tracer tracer(py::Ref<>::newref(function));
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
+  if (record::Recorder* recorder = record::attached())
+    tracer.events = std::make_shared<record::TraceEvents>(*recorder, tracer);
   FrameState frame;
   setup_root_frame(tracer, frame, function, arguments, count);
   BreakInfo break_info;
@@ -161,6 +164,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   // The graph was traced under the grad mode the frame started with.
   trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
   trace_result.guards = trace_result.guard_set->describe();
+  if (tracer.events) tracer.events->end_trace(trace_result.graph_module.get(), trace_result.guards);
   return trace_result;
 }
 

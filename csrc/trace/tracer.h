@@ -16,6 +16,10 @@
 #include "trace/journal.h"
 #include "trace/value.h"
 
+namespace bytegraph::record {
+class TraceEvents;
+}
+
 namespace bytegraph::trace {
 
 // A code object decoded once per trace, with what the interpreter needs to index it.
@@ -83,6 +87,9 @@ class Tracer {
   // Called with one "TRACE <opname> <argval> [<stack reprs>]" line before each instruction;
   // null when nobody listens (then logging costs nothing).
   py::Ref<> log;
+  // The event stream (csrc/record/) while a recorder is attached; null when nobody listens,
+  // which is the interpreter's only per-instruction cost of recording.
+  std::shared_ptr<record::TraceEvents> events;
 
   CodeInfo& code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }
