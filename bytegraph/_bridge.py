@@ -164,6 +164,10 @@ def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names below."""
     if getattr(obj, "_bytegraph_graph_break", False) is True:
         return "graph_break"
+    if obj is torch.no_grad or obj is torch.enable_grad:
+        return "grad_mode"
+    if obj is torch.Size or obj is torch.device:
+        return "pure_function"  # constructors of constants: folded on constant arguments
     if isinstance(obj, torch.Tensor):
         return "tensor"
     if isinstance(obj, _CONSTANT_TYPES):
@@ -197,6 +201,12 @@ def classify(obj) -> str:
         if obj.__module__ == "builtins":
             return "builtin"
         return "class"
+    if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        # torch.Tensor.add used as a function: a graph operation like torch.add.
+        owner = getattr(obj, "__objclass__", None)
+        if isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object:
+            return "torch_function"
+        return "unknown"
     if callable(obj) and _is_torch_callable(obj):
         return "torch_function"
     return "unknown"

@@ -61,6 +61,10 @@ void bind_trace(nb::module_& m) {
                    "{source name: guards.Source} for the inputs and the returned sources")
       .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
            "A new guard tree for everything the trace relied on.")
+      // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.
+      .def_prop_ro(
+          "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
+          nb::rv_policy::reference_internal)
       .def_prop_ro("graph_break", [](const trace::TraceResult& r) { return break_info(r.graph_break); });
 
   trace.def(
@@ -80,6 +84,7 @@ void bind_trace(nb::module_& m) {
           partial.attr("graph_module") = borrow(result.graph_module);
           partial.attr("inputs") = nb::cast(result.inputs);
           partial.attr("example_inputs") = borrow(result.example_inputs);
+          partial.attr("output") = nb::none();
           partial.attr("guards") = nb::cast(result.guards);
           partial.attr("graph_break") = break_info(result.graph_break);
           const trace::BreakInfo& info = *result.graph_break;

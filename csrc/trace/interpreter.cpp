@@ -85,7 +85,13 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
   try {
     if (handler == nullptr)
       unsupported("unsupported_opcode", std::string("opcode ") + opcode_name(inst.opcode) + " is not supported");
-    handler(tracer, frame, inst);
+    try {
+      handler(tracer, frame, inst);
+    } catch (PythonError& error) {
+      // Python code the tracer ran for real raised (an index out of range, a missing key):
+      // the real call would raise there too, so stop before this instruction.
+      unsupported("python_error", error.what());
+    }
   } catch (const Unsupported&) {
     if (tracer.pending_user_stack.empty())
       for (const FrameState* f : tracer.frames) tracer.pending_user_stack.push_back(frame_location(*f));

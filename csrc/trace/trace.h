@@ -38,4 +38,9 @@ struct TraceResult {
 // `log`, if not null, receives one line per interpreted instruction (see Tracer::log).
 TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs, PyObject* log = nullptr);
 
+// The same for a frame about to run (the frame hook's entry): `function` is a Python
+// function and `arguments` its first `count` localsplus slots (positional, keyword-only,
+// *args tuple, **kwargs dict, in that order), borrowed; null slots are unbound.
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log = nullptr);
+
 }  // namespace bytegraph::trace

@@ -36,6 +36,10 @@ struct FrameState {
   py::Ref<> globals;
   py::Ref<> builtins;
   bool root_globals = false;  // globals of the traced function: reads get G['name'] sources
+  // Otherwise, where this frame's globals dict comes from (`G['mod'].helper.__globals__`),
+  // or null when the inlined function has no source (its globals then go unguarded).
+  guards::SourcePtr globals_source;
+  bool root_builtins = false;  // the same builtins as the traced function
   Args stack;
   Args locals;   // localsplus order
   Args closure;  // CellValues for the free variables
@@ -44,6 +48,8 @@ struct FrameState {
   const bytecode::Instruction* current = nullptr;
   ValuePtr result;  // set by RETURN_VALUE
   bool outermost = false;
+  // Generators run eagerly to completion: what they yield, in order (null otherwise).
+  std::shared_ptr<Args> yielded;
 
   ValuePtr pop();
   ValuePtr& top(size_t depth = 0);
