@@ -352,3 +352,46 @@ def rebuild_output(tree, graph_outputs, resolve_source=None):
     if isinstance(tree, dict):
         return {key: rebuild_output(item, graph_outputs, resolve_source) for key, item in tree.items()}
     raise TypeError(f"not an output description: {tree!r}")
+
+
+# Leaves of the plans that describe the state at a graph break (csrc/trace/break_state.h).
+class Null:
+    """The NULL of the call protocol, on the value stack."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "Null()"
+
+    def __eq__(self, other):
+        return isinstance(other, Null)
+
+
+class Iterator:
+    """A loop's iterator, rebuilt as an iterator over its remaining items (plans)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __repr__(self):
+        return f"Iterator({self.items!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Iterator) and other.items == self.items
+
+
+class Attr:
+    """Attribute `name` of the value `owner` (a plan) describes, read again."""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    def __repr__(self):
+        return f"Attr({self.owner!r}, {self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Attr) and (other.owner, other.name) == (self.owner, self.name)

@@ -2,7 +2,15 @@
 // (and tests) can drive codegen on their own.
 #include "bindings.h"
 
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bytecode/decode.h"
+#include "bytecode/liveness.h"
+#include "codegen/break_call.h"
+#include "codegen/break_site.h"
 #include "codegen/graph_call.h"
+#include "codegen/resume_function.h"
 #include "guards/python_handles.h"
 #include "python/errors.h"
 
@@ -45,6 +53,21 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     plan.constant = py::Ref<>::newref(node.attr("value").ptr());
     return plan;
   }
+  if (type_name == "Null") {
+    plan.kind = OutputPlan::Kind::Null;
+    return plan;
+  }
+  if (type_name == "Attr") {
+    plan.kind = OutputPlan::Kind::Attr;
+    plan.items.push_back(plan_from_python(node.attr("owner"), sources));
+    plan.attribute = nb::cast<std::string>(node.attr("name"));
+    return plan;
+  }
+  if (type_name == "Iterator") {
+    plan.kind = OutputPlan::Kind::Iterator;
+    for (nb::handle item : node.attr("items")) plan.items.push_back(plan_from_python(item, sources));
+    return plan;
+  }
   if (type_name == "Source") {
     // The bridge names a source; the trace result maps names to the sources themselves.
     nb::object found = sources.is_none() ? nb::object() : nb::borrow<nb::dict>(sources).get(node.attr("name"), nb::none());
@@ -54,6 +77,59 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     return plan_from_python(found, sources);
   }
   throw PythonError::make(PyExc_TypeError, "codegen: cannot rebuild an output from a " + type_name);
+}
+
+PyCodeObject* code_of(nb::handle code) {
+  if (!PyCode_Check(code.ptr())) throw PythonError::make(PyExc_TypeError, "code must be a code object");
+  return reinterpret_cast<PyCodeObject*>(code.ptr());
+}
+
+codegen::StackSlot stack_slot(const std::string& kind) {
+  if (kind == "value") return codegen::StackSlot::Value;
+  if (kind == "null") return codegen::StackSlot::Null;
+  if (kind == "iter") return codegen::StackSlot::Iterator;
+  throw PythonError::make(PyExc_ValueError, "stack slot kind must be 'value', 'null' or 'iter', not '" + kind + "'");
+}
+
+std::vector<bool> null_slots(nb::handle kinds) {
+  std::vector<bool> mask;
+  for (nb::handle kind : kinds) mask.push_back(stack_slot(nb::cast<std::string>(kind)) == codegen::StackSlot::Null);
+  return mask;
+}
+
+nb::dict describe_site(const codegen::BreakSite& site) {
+  static const char* kinds[] = {"call", "branch", "simple", "terminal"};
+  nb::dict result;
+  result["kind"] = kinds[static_cast<int>(site.kind)];
+  result["splittable"] = site.not_splittable.empty();
+  result["reason"] = site.not_splittable;
+  nb::list continuations;
+  for (const auto& next : site.continuations) continuations.append(nb::make_tuple(next.offset, next.pops, next.pushes));
+  result["continuations"] = continuations;
+  return result;
+}
+
+codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack,
+                                          nb::dict locals, nb::handle kw_names, int offset, nb::list resumes,
+                                          nb::handle sources) {
+  codegen::BreakCall call;
+  for (nb::handle input : inputs) call.inputs.push_back(nb::cast<const PySource&>(input).source);
+  if (!compiled_fn.is_none()) call.compiled_fn = py::Ref<>::newref(compiled_fn.ptr());
+  for (nb::handle plan : stack) call.stack.push_back(plan_from_python(plan, sources));
+  for (auto [name, plan] : locals) call.locals.emplace_back(nb::cast<std::string>(name), plan_from_python(plan, sources));
+  if (!kw_names.is_none()) call.kw_names = py::Ref<>::newref(kw_names.ptr());
+  call.offset = offset;
+  for (nb::handle resume : resumes) {
+    nb::tuple parts = nb::cast<nb::tuple>(resume);
+    codegen::ResumeCall next;
+    code_of(parts[0]);
+    next.code = py::Ref<>::newref(parts[0].ptr());
+    next.stack_nulls = null_slots(parts[1]);
+    for (nb::handle name : parts[2]) next.locals.push_back(nb::cast<std::string>(name));
+    call.resumes.push_back(std::move(next));
+  }
+  (void)code;
+  return call;
 }
 
 }  // namespace
@@ -73,6 +149,57 @@ void bind_codegen(nb::module_& m) {
       },
       nb::arg("code"), nb::arg("inputs"), nb::arg("compiled_fn").none(), nb::arg("plan"), nb::arg("sources").none() = nb::none(),
       "A code object that calls compiled_fn(*inputs) and rebuilds the return value from plan.");
+
+  sub.def(
+      "live_locals",
+      [](nb::handle code, int offset) {
+        bytecode::DecodedCode decoded = bytecode::decode(code_of(code));
+        for (std::size_t i = 0; i < decoded.instructions.size(); ++i)
+          if (decoded.instructions[i]->offset == offset) return bytecode::live_locals_at(decoded.instructions, i);
+        throw PythonError::make(PyExc_ValueError, "no instruction at offset " + std::to_string(offset));
+      },
+      nb::arg("code"), nb::arg("offset"),
+      "The names of the locals some path from the instruction at `offset` may read before writing.");
+  sub.def(
+      "break_site",
+      [](nb::handle code, int offset) {
+        bytecode::DecodedCode decoded = bytecode::decode(code_of(code));
+        return describe_site(codegen::find_break_site(decoded.instructions, offset));
+      },
+      nb::arg("code"), nb::arg("offset"),
+      "How generated code can split the frame at `offset`: {kind, splittable, reason, "
+      "continuations: [(offset, pops, pushes)]}.");
+  sub.def(
+      "make_resume_code",
+      [](nb::handle original, int offset, std::vector<std::string> stack, std::vector<std::string> locals, std::string name) {
+        codegen::ResumeSpec spec;
+        spec.offset = offset;
+        for (const std::string& slot : stack) spec.stack.push_back(stack_slot(slot));
+        spec.locals = std::move(locals);
+        spec.name = std::move(name);
+        codegen::ResumeCode resume = codegen::make_resume_code(code_of(original), spec);
+        nb::dict offsets;
+        for (const auto& [mine, theirs] : resume.original_offsets) offsets[nb::int_(mine)] = theirs;
+        return nb::make_tuple(nb::steal(resume.code.release()), offsets);
+      },
+      nb::arg("original"), nb::arg("offset"), nb::arg("stack"), nb::arg("locals"), nb::arg("name"),
+      "(code, {offset in code: offset in original}): a resume function continuing `original` at "
+      "`offset` with the given stack shape ('value', 'null' or 'iter' per slot, bottom first) and "
+      "live locals as arguments.");
+  sub.def(
+      "generate_break_call",
+      [](nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack, nb::dict locals,
+         nb::handle kw_names, int offset, nb::list resumes, nb::handle sources) {
+        codegen::BreakCall call =
+            break_call_from_python(code, inputs, compiled_fn, stack, locals, kw_names, offset, resumes, sources);
+        py::Ref<> result = codegen::generate_break_call(code_of(code), call);
+        return nb::steal(result.release());
+      },
+      nb::arg("code"), nb::arg("inputs"), nb::arg("compiled_fn").none(), nb::arg("stack"), nb::arg("locals"),
+      nb::arg("kw_names").none(), nb::arg("offset"), nb::arg("resumes"), nb::arg("sources").none() = nb::none(),
+      "Code that calls compiled_fn(*inputs), rebuilds the stack and locals from their plans, runs the "
+      "instruction at `offset` and returns resume(*stack, *locals) for each path's "
+      "(resume_code, stack slot kinds, locals) in `resumes`.");
 }
 
 }  // namespace bytegraph

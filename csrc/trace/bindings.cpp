@@ -42,6 +42,16 @@ nb::object break_info(const std::optional<trace::BreakInfo>& info) {
   return result;
 }
 
+// The plans of trace/break_state.h: `stack`, `live_locals`, `kw_names`, `restorable` and,
+// when not restorable, `not_restorable` (why).
+void add_break_state(nb::object info, const trace::BreakState& state) {
+  info["stack_plan"] = borrow(state.stack);
+  info["locals_plan"] = borrow(state.locals);
+  info["kw_names"] = borrow(state.kw_names);
+  info["restorable"] = state.not_restorable.empty();
+  info["not_restorable"] = state.not_restorable;
+}
+
 }  // namespace
 
 void bind_trace(nb::module_& m) {
@@ -65,7 +75,11 @@ void bind_trace(nb::module_& m) {
       .def_prop_ro(
           "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
           nb::rv_policy::reference_internal)
-      .def_prop_ro("graph_break", [](const trace::TraceResult& r) { return break_info(r.graph_break); });
+      .def_prop_ro("graph_break", [](const trace::TraceResult& r) {
+        nb::object info = break_info(r.graph_break);
+        if (!info.is_none() && r.break_state) add_break_state(info, *r.break_state);
+        return info;
+      });
 
   trace.def(
       "trace",

@@ -139,7 +139,8 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   } else {
     trace_result.graph_break = std::move(break_info);
     trace_result.output = py::Ref<>::newref(Py_None);
-    outputs = live_tensor_outputs(frame);
+    trace_result.break_state = describe_break_state(tracer, frame, outputs, trace_result.sources);
+    if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
   }
   // Tensors read (e.g. as items of an input list) but never used are not inputs, and their
   // metadata does not matter: drop the placeholder and its tensor guard.

@@ -10,6 +10,7 @@
 
 #include "guards/guard_set.h"
 #include "python/ref.h"
+#include "trace/break_state.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -30,6 +31,8 @@ struct TraceResult {
   // Set when tracing stopped early: the graph then holds everything before the breaking
   // instruction, and its outputs are the tensors live on the stack and in locals there.
   std::optional<BreakInfo> graph_break;
+  // With graph_break: the stack and live locals there, as plans (trace/break_state.h).
+  std::optional<BreakState> break_state;
 };
 
 // Traces `function` (a Python function, bound method or nn.Module) called with `args`

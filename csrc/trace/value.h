@@ -56,6 +56,9 @@ class Value : public std::enable_shared_from_this<Value> {
   virtual ValuePtr get_item(Tracer& tracer, const ValuePtr& key);
   // The value's identity object if it stands for one known real object (modules, functions).
   virtual PyObject* real_object() const { return nullptr; }
+  // A method read from another value and not called yet (`x.sum`, `xs.append`): that value
+  // and the attribute name, so generated code can read it again at a graph break.
+  virtual std::pair<ValuePtr, std::string> bound_attribute() const { return {}; }
 
  private:
   guards::SourcePtr source_;
@@ -121,6 +124,7 @@ class TensorMethodValue : public Value {
   TensorMethodValue(ValuePtr tensor, std::string name) : tensor_(std::move(tensor)), name_(std::move(name)) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {tensor_, name_}; }
 
  private:
   ValuePtr tensor_;

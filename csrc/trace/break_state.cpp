@@ -1,0 +1,133 @@
+#include "trace/break_state.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "bytecode/liveness.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+// A value that has no plan: the frame is not split.
+struct NotRestorable {
+  std::string why;
+};
+
+class PlanWriter {
+ public:
+  PlanWriter(Tracer& tracer, std::vector<int>& outputs, std::vector<guards::SourcePtr>& sources)
+      : tracer_(tracer), outputs_(outputs), sources_(sources) {
+    py::Ref<> bridge = check(PyImport_ImportModule("bytegraph._bridge"));
+    null_class_ = check(PyObject_GetAttrString(bridge.get(), "Null"));
+    iterator_class_ = check(PyObject_GetAttrString(bridge.get(), "Iterator"));
+    attr_class_ = check(PyObject_GetAttrString(bridge.get(), "Attr"));
+  }
+
+  py::Ref<> plan(const ValuePtr& value) {
+    const Bridge& bridge = tracer_.bridge;
+    if (value->is_null()) return check(PyObject_CallNoArgs(null_class_.get()));
+    // A value read from somewhere is re-read from there: rebuilding a list or a module
+    // would lose its identity. (Values with a source are never mutated by a trace: that
+    // is a break of its own.)
+    if (value->source()) {
+      sources_.push_back(value->source());
+      py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
+      return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
+    }
+    if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
+      py::Ref<> index = check(PyLong_FromLong(output_index(tensor->node())));
+      return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
+    }
+    if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
+    if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+      if (seq->field_names) throw NotRestorable{"a named tuple " + value->repr()};
+      py::Ref<> list = plans_of(seq->items);
+      return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
+    }
+    if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+      py::Ref<> result = check(PyDict_New());
+      for (size_t i = 0; i < dict->keys.size(); ++i)
+        check_status(PyDict_SetItem(result.get(), dict->keys[i].get(), plan(dict->values[i]).get()));
+      return result;
+    }
+    if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
+      const size_t position = iterator->position();
+      Args rest;
+      while (ValuePtr item = iterator->next()) rest.push_back(std::move(item));
+      iterator->set_position(position);  // describing must not advance the loop
+      return check(PyObject_CallOneArg(iterator_class_.get(), plans_of(rest).get()));
+    }
+    if (auto [owner, name] = value->bound_attribute(); owner) {
+      py::Ref<> owner_plan = plan(owner);
+      py::Ref<> attribute = check(PyUnicode_FromString(name.c_str()));
+      return check(PyObject_CallFunctionObjArgs(attr_class_.get(), owner_plan.get(), attribute.get(), nullptr));
+    }
+    throw NotRestorable{value->repr()};
+  }
+
+ private:
+  py::Ref<> plans_of(const Args& items) {
+    py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(items.size())));
+    for (size_t i = 0; i < items.size(); ++i) PyList_SET_ITEM(list.get(), i, plan(items[i]).release());
+    return list;
+  }
+
+  int output_index(int node) {
+    auto found = std::find(outputs_.begin(), outputs_.end(), node);
+    if (found != outputs_.end()) return static_cast<int>(found - outputs_.begin());
+    outputs_.push_back(node);
+    return static_cast<int>(outputs_.size()) - 1;
+  }
+
+  Tracer& tracer_;
+  std::vector<int>& outputs_;
+  std::vector<guards::SourcePtr>& sources_;
+  py::Ref<> null_class_, iterator_class_, attr_class_;
+};
+
+}  // namespace
+
+BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::vector<int>& outputs,
+                                std::vector<guards::SourcePtr>& sources) {
+  BreakState state;
+  state.kw_names = frame.kw_names ? frame.kw_names.copy() : py::Ref<>::newref(Py_None);
+  state.stack = check(PyList_New(0));
+  state.locals = check(PyDict_New());
+  // Restored when some value has no plan, so the graph's outputs stay those of the stop.
+  std::vector<int> kept_outputs = outputs;
+  std::vector<guards::SourcePtr> kept_sources = sources;
+  try {
+    PlanWriter writer(tracer, outputs, sources);
+    std::vector<std::string> live = bytecode::live_locals_at(frame.code->instructions, frame.pc);
+    std::unordered_set<std::string> live_set(live.begin(), live.end());
+    const auto& names = frame.code->localsplus_names;
+    // Cell and free variables are not passed on: the resume function gets the closure.
+    const size_t fast_locals = std::min(names.size(), static_cast<size_t>(frame.code->nvarnames));
+    for (size_t slot = 0; slot < frame.locals.size() && slot < fast_locals; ++slot) {
+      const ValuePtr& value = frame.locals[slot];
+      if (!value || !live_set.count(names[slot])) continue;
+      py::Ref<> plan;
+      try {
+        plan = writer.plan(value);
+      } catch (const NotRestorable& error) {
+        throw NotRestorable{"local '" + names[slot] + "' holds " + error.why};
+      }
+      check_status(PyDict_SetItemString(state.locals.get(), names[slot].c_str(), plan.get()));
+    }
+    for (size_t i = 0; i < frame.stack.size(); ++i) {
+      try {
+        check_status(PyList_Append(state.stack.get(), writer.plan(frame.stack[i]).get()));
+      } catch (const NotRestorable& error) {
+        throw NotRestorable{"stack item " + std::to_string(i) + " is " + error.why};
+      }
+    }
+  } catch (const NotRestorable& error) {
+    state.not_restorable = "cannot rebuild " + error.why;
+    outputs = std::move(kept_outputs);
+    sources = std::move(kept_sources);
+  }
+  return state;
+}
+
+}  // namespace bytegraph::trace
