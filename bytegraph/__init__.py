@@ -2,6 +2,7 @@
 
 from bytegraph._extension import _C
 from bytegraph import config
+from bytegraph.comptime import comptime
 from bytegraph.api import compile, graph_break, list_backends, optimize, reset
 from bytegraph.eval_frame import disable
 from bytegraph.optimized_module import OptimizedModule
@@ -10,6 +11,7 @@ __all__ = [
     "_C",
     "OptimizedModule",
     "compile",
+    "comptime",
     "config",
     "disable",
     "graph_break",

@@ -1,6 +1,7 @@
 // Wrapping real values read by the traced code (Dynamo's VariableBuilder): each kind of
 // object becomes its symbolic value, with the source it was read from and the guards the
 // trace relies on.
+#include "trace/comptime.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -159,6 +160,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, classify(real) == ObjectKind::PureFunction);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source);
+    case ObjectKind::Comptime:
+      return std::make_shared<ComptimeFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::GradMode:
       if (is_direct(source)) guards.add(K::Id, source, real);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
