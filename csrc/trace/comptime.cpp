@@ -44,6 +44,12 @@ py::Ref<> real_callable(const Value& fn) {
   if (!user->closure.empty()) {
     py::Ref<> cells = check(PyTuple_New(static_cast<Py_ssize_t>(user->closure.size())));
     for (size_t i = 0; i < user->closure.size(); ++i) {
+      // A cell of a real closure (e.g. a list the test collects into) is shared as is.
+      auto* symbolic_cell = dynamic_cast<CellValue*>(user->closure[i].get());
+      if (symbolic_cell && symbolic_cell->real) {
+        PyTuple_SET_ITEM(cells.get(), i, symbolic_cell->real.copy().release());
+        continue;
+      }
       ValuePtr contents = read_through_cell(user->closure[i]);
       py::Ref<> cell = check(PyCell_New(contents ? known_object(contents, "closure variable").get() : nullptr));
       PyTuple_SET_ITEM(cells.get(), i, cell.release());

@@ -89,6 +89,7 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
       PyObject* contents = PyCell_GET(cell);
       SourcePtr cell_source = cells ? guards::attr_source(guards::item_source(cells, check(PyLong_FromSsize_t(i))), "cell_contents") : nullptr;
       value->closure.push_back(std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false));
+      static_cast<CellValue&>(*value->closure.back()).real = py::Ref<>::newref(cell);
     }
   }
   return value;
