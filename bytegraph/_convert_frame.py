@@ -19,7 +19,7 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _resume, backends, config
+from bytegraph import _bridge, _logging, _resume, backends, config
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -138,7 +138,8 @@ class FrameConverter:
         misses = _report_recompile(code, self.guard_fail_fn)
         args, kwargs = call_arguments(code, frame_info.f_locals)
         try:
-            result = _C.trace.trace(frame_info.function, args, kwargs, allow_graph_break=not self.fullgraph)
+            result = _C.trace.trace(frame_info.function, args, kwargs, allow_graph_break=not self.fullgraph,
+                                    log=_logging.trace_sink())
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
         if result.graph_break is not None:
@@ -364,7 +365,7 @@ def _report_recompile(code, guard_fail_fn):
 
 def _log_compiled(code, graph_name, gm, guard_lines):
     if graph_log.isEnabledFor(logging.INFO):
-        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, gm.print_readable(print_output=False))
+        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.traced_graph_text(gm))
     if guard_log.isEnabledFor(logging.INFO):
         guard_log.info("GUARDS %s\n%s", code.co_qualname, "\n".join(guard_lines))
 
