@@ -186,7 +186,7 @@ def _target_name(target):
     if isinstance(target, str):
         return target
     module = getattr(target, "__module__", None)
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    name = getattr(target, "__name__", None) or getattr(target, "__qualname__", None)
     if name is None:
         return repr(target)
     if module in ("_operator", "operator"):
