@@ -397,3 +397,48 @@ class Attr:
 
     def __eq__(self, other):
         return isinstance(other, Attr) and (other.owner, other.name) == (self.owner, self.name)
+
+
+class GradModeExit:
+    """The exit of a grad-mode `with` block open at the break; restores `previous`."""
+
+    __slots__ = ("previous",)
+
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __repr__(self):
+        return f"GradModeExit({self.previous!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, GradModeExit) and other.previous == self.previous
+
+
+class EnterContext:
+    """`cls()` entered as by a `with` statement: generated code pushes its __exit__."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __repr__(self):
+        return f"EnterContext({self.cls.__name__})"
+
+    def __eq__(self, other):
+        return isinstance(other, EnterContext) and other.cls is self.cls
+
+
+class BoundMethod:
+    """A user method bound at run time: types.MethodType(function, self), both plans."""
+
+    __slots__ = ("function", "self")
+
+    def __init__(self, function, self_):
+        self.function, self.self = function, self_
+
+    def __repr__(self):
+        return f"BoundMethod({self.function!r}, {self.self!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, BoundMethod) and (other.function, other.self) == (self.function, self.self)

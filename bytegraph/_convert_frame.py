@@ -19,7 +19,7 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _logging, _resume, backends, config
+from bytegraph import _bridge, _frame_split, _logging, _resume, backends, config
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -66,6 +66,7 @@ _INTERNAL_MODULES = (
     "_convert_frame",
     "_extension",
     "_frame",
+    "_frame_split",
     "_logging",
     "_resume",
     "api",
@@ -174,20 +175,11 @@ class FrameConverter:
             "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
             "\n".join(f"  {line}" for line in info["user_stack"]),
         )
-        site = _C.codegen.break_site(code, info["offset"])
-        why = _why_not_split(code, info, site)
-        if why is not None:
-            graph_break_log.info("%s runs eagerly: %s", code.co_qualname, why)
+        split = _frame_split.plan_split(code, info)
+        if isinstance(split, str):
+            graph_break_log.info("%s runs eagerly: %s", code.co_qualname, split)
             _never_offer_again(code)
             return None
-        stack, locals_plan = list(info["stack_plan"]), dict(info["locals_plan"])
-        kinds = _stack_kinds(stack, site)
-        resumes = []
-        for offset, pops, pushes in site["continuations"]:
-            slots = kinds[:len(stack) - pops] + ["value"] * pushes
-            live = set(_C.codegen.live_locals(code, offset))
-            names = [name for name in locals_plan if name in live]
-            resumes.append((_resume.resume_code_for(code, offset, slots, names), slots, names))
         gm = result.graph_module
         compiled, graph_name = None, None
         if _count_calls(gm) > 0:
@@ -195,8 +187,8 @@ class FrameConverter:
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
             compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
         new_code = _C.codegen.generate_break_call(
-            code, [result.sources[name] for name in result.inputs], compiled, stack, locals_plan,
-            info["kw_names"], info["offset"], resumes, result.sources)
+            code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
+            info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:
@@ -204,7 +196,7 @@ class FrameConverter:
         _log_bytecode(code, new_code, f"graph break in {code.co_qualname}")
         if self.guard_export_fn is not None:
             self.guard_export_fn(guard_lines)
-        return new_code, result.build_guards(), (compiled, gm, graph_name, [r[0] for r in resumes])
+        return new_code, result.build_guards(), (compiled, gm, graph_name, [r[0] for r in split.resumes])
 
     def _within_cache_limit(self, code):
         entries = len(_frame_module().cache_entries(code))
@@ -243,53 +235,6 @@ class FrameConverter:
 
 def _frame_module():
     return frame_hook()
-
-
-_UNSPLITTABLE_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
-
-
-def _why_not_split(code, info, site):
-    """Why the frame cannot be split exactly at this break (None when it can)."""
-    if not info["restorable"]:
-        return info["not_restorable"]
-    if code.co_flags & _UNSPLITTABLE_FLAGS:
-        return "generators and coroutines are not split"
-    if code.co_cellvars:
-        return "frames with cell variables are not split (closures made before the break share them)"
-    if not site["splittable"]:
-        return site["reason"]
-    if _resume.is_resume_code(code) and _inside_loop(code, info["offset"]):
-        # Its continuation would be itself (or another resume function of the same loop),
-        # nesting one call per iteration: the loop's remaining iterations run eagerly.
-        return "a break inside a loop of a resume function is not split again"
-    return None
-
-
-def _inside_loop(code, offset):
-    from bytegraph.bytecode import decode
-
-    for instruction in decode(code):
-        target = instruction.target
-        if target is not None and "BACKWARD" in instruction.opname and target.offset <= offset <= instruction.offset:
-            return True
-    return False
-
-
-def _stack_kinds(stack, site):
-    """Each stack slot's kind for the resume functions; a loop iterator that the breaking
-    instruction does not consume is passed on as the tuple of its remaining items (the
-    resume function's prologue calls iter() on it), so the resumed loop can be traced."""
-    untouched = len(stack) - max((pops for _, pops, _ in site["continuations"]), default=len(stack))
-    kinds = []
-    for i, plan in enumerate(stack):
-        if isinstance(plan, _bridge.Null):
-            kinds.append("null")
-        elif isinstance(plan, _bridge.Iterator) and i < untouched:
-            stack[i] = tuple(plan.items)
-            kinds.append("iter")
-        else:
-            kinds.append("value")
-    return kinds
 
 
 def _log_bytecode(code, new_code, label):

@@ -138,7 +138,33 @@ def test_break_state_names_the_stack_and_live_locals():
     assert "b" not in info["locals_plan"]
 
 
+def test_an_explicit_graph_break_splits_the_frame():
+    def f(x):
+        y = x + 1
+        bytegraph.graph_break()
+        return y * 2
+
+    backend = RecordingBackend()
+    run_both(f, torch.randn(3), backend=backend)
+    assert backend.calls() == [["add"], ["mul"]]
+
+
 # ---- the resume-function code objects -----------------------------------------------------
+
+
+def test_resume_functions_of_resume_functions_are_built_from_the_original_code():
+    compiled = bytegraph.compile(foo2, backend="eager")
+    for sa, sb in [(1, 1), (-1, -1)]:
+        compiled(sa * torch.ones(2), sb * torch.ones(2))
+    original_offsets = {inst.offset for inst in decode(foo2.__code__)}
+    assert _resume.cached_count() == 4
+    for (original, offset, _, _), code in _resume._cache.items():
+        assert original is foo2.__code__
+        assert offset in original_offsets and code.co_name.startswith(f"__resume_at_{offset}_")
+        # Everything after the prologue is the original code, instruction for instruction.
+        _, mapping = _resume.origin(code)
+        assert set(mapping.values()) <= original_offsets
+        assert len(mapping) == len([i for i in decode(foo2.__code__) if i.opname != "RESUME"])
 
 
 def test_resume_functions_are_named_after_the_offset_and_cached():
@@ -250,7 +276,55 @@ def test_break_in_a_nested_helper_splits_the_caller_at_its_call(capsys):
     assert counter.frame_count == 3
 
 
-def test_break_under_no_grad_keeps_the_mode(capsys):
+class _Helper:
+    def helper(self, h):
+        print("helper")
+        return h + 1
+
+
+class _OtherHelper:
+    def helper(self, h):
+        print("other")
+        return h - 100
+
+
+def test_break_in_a_user_method_splits_the_caller_at_the_method_call(capsys):
+    def f(x, obj):
+        y = x.sin()
+        return obj.helper(y) * 3
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    x = torch.randn(3)
+    assert_same(compiled(x, _Helper()), f(x, _Helper()))
+    assert counter.frame_count == 3  # sin; the method's own resume (h + 1); * 3
+    assert_same(compiled(x, _OtherHelper()), f(x, _OtherHelper()))
+
+
+def test_break_in_a_module_method(capsys):
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+
+        def helper(self, h):
+            print("helper")
+            return h * 2
+
+        def forward(self, x):
+            return self.helper(self.linear(x)).relu()
+
+    m = M()
+    counter = CompileCounter()
+    x = torch.randn(2, 4)
+    result = bytegraph.compile(m, backend=counter)(x)
+    assert torch.allclose(result, m(x))
+    assert counter.frame_count == 3
+    result.sum().backward()
+    assert m.linear.weight.grad is not None
+
+
+def test_break_under_no_grad_matches_eager(capsys):
     def f(x):
         a = x * 3
         with torch.no_grad():
@@ -265,6 +339,89 @@ def test_break_under_no_grad_keeps_the_mode(capsys):
     expected = f(x)
     assert_same(result, expected)
     assert torch.is_grad_enabled()
+
+
+def test_break_under_no_grad_is_split_and_the_resume_function_enters_the_block_again(capsys):
+    def f(x):
+        a = x * 3
+        with torch.no_grad():
+            y = x * 2
+            print("inside", torch.is_grad_enabled())
+            y = y + 1
+        return y, a + y
+
+    x = torch.randn(3, requires_grad=True)
+    counter = run_both(f, x)
+    assert counter.frame_count == 2
+    out = capsys.readouterr().out
+    assert out.count("inside False") == 2
+    assert torch.is_grad_enabled()
+
+
+def test_break_in_nested_grad_mode_blocks(capsys):
+    def f(x):
+        a = x * 3
+        with torch.no_grad():
+            y = x * 2
+            with torch.enable_grad():
+                z = x * 4
+                print("inner", torch.is_grad_enabled())
+                w = z + 1
+            print("middle", torch.is_grad_enabled())
+            y = y + w
+        return y, a + y, w
+
+    x = torch.randn(3, requires_grad=True)
+    counter = run_both(f, x)
+    assert counter.frame_count == 3
+    out = capsys.readouterr().out
+    assert out.count("inner True") == 2 and out.count("middle False") == 2
+    assert torch.is_grad_enabled()
+
+
+def test_an_exception_at_a_break_under_no_grad_restores_the_mode():
+    def fail(y):
+        raise ValueError("boom")
+
+    def f(x):
+        y = x * 2
+        with torch.no_grad():
+            y = y + 1
+            fail(y)
+        return y
+
+    compiled = bytegraph.compile(f, backend="eager")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="boom"):
+            compiled(torch.randn(3, requires_grad=True))
+        assert torch.is_grad_enabled()
+
+
+def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
+    path = tmp_path / "out.txt"
+
+    def f(x):
+        y = x + 1
+        with open(path, "w") as handle:
+            handle.write("text")
+            z = y * 2
+        return z
+
+    run_both(f, torch.randn(3))
+    assert path.read_text() == "text"
+
+
+def test_break_under_autocast_matches_eager(capsys):
+    def f(x):
+        y = x + 1
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            z = torch.mm(y, y)
+            print("in autocast")
+            w = torch.mm(z, y)
+        return w, torch.is_autocast_enabled("cpu")
+
+    run_both(f, torch.randn(4, 4))
+    assert not torch.is_autocast_enabled("cpu")
 
 
 def test_break_inside_try_finally_matches_eager(capsys):
@@ -330,6 +487,31 @@ def test_mutations_before_a_break_happen_in_program_order():
     assert events == [("print", 1, True, 7)]
 
 
+def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
+    def f(x):
+        a = []
+        b = a
+        a.append(x + 1)
+        print("break")
+        b.append(x * 2)
+        return a, a is b
+
+    run_both(f, torch.randn(3))
+
+
+def test_an_iterator_shared_by_a_loop_and_a_local():
+    def f(x):
+        it = iter([1, 2, 3, 4])
+        total = x
+        for k in it:
+            total = total + k
+            print("k", k)
+            next(it, None)
+        return total
+
+    run_both(f, torch.zeros(2))
+
+
 def test_in_place_update_of_an_input_before_a_break():
     def f(x):
         x.add_(1)
@@ -340,6 +522,41 @@ def test_in_place_update_of_an_input_before_a_break():
     r1 = bytegraph.compile(f, backend="eager")(x1)
     r2 = f(x2)
     assert torch.equal(r1, r2) and torch.equal(x1, x2)
+
+
+def test_a_while_loop_on_a_tensor_condition():
+    def f(x):
+        steps = 0
+        while x.sum() > 0:
+            x = x - 1
+            steps += 1
+        return x, steps
+
+    for start in (0.5, 2.5, 4.5):
+        run_both(f, torch.full((3,), start))
+
+
+def test_item_and_tolist_flowing_into_python_control_flow():
+    def f(x):
+        y = x * 2
+        if y.sum().item() > 0:
+            y = y + 1
+        values = y.tolist()
+        return y * len(values), values[0]
+
+    for sign in (1, -1):
+        run_both(f, sign * torch.ones(3))
+
+
+def test_numpy_in_the_middle():
+    numpy = pytest.importorskip("numpy")
+
+    def f(x):
+        y = x + 1
+        z = torch.from_numpy(numpy.asarray(y) * 2)
+        return z - y
+
+    run_both(f, torch.randn(3))
 
 
 def test_values_of_every_kind_on_the_stack_at_the_break():
@@ -360,6 +577,44 @@ def test_the_null_of_a_call_and_a_method_on_the_stack():
 
     counter = run_both(f, torch.randn(3))
     assert counter.frame_count >= 2
+
+
+SWAPPED = torch.ones(3)
+
+
+def _rebind_swapped():
+    global SWAPPED
+    SWAPPED = torch.zeros(3)
+
+
+def test_values_read_before_the_break_are_not_read_again_after_it():
+    global SWAPPED
+
+    def f(x):
+        old = SWAPPED
+        alias = x
+        x = x + 1
+        pair = torch.add(SWAPPED, _rebind_swapped() or alias)  # the call rebinds SWAPPED
+        return old + x + pair
+
+    SWAPPED = torch.ones(3)
+    x = torch.randn(3)
+    compiled_result = bytegraph.compile(f, backend="eager")(x)
+    SWAPPED = torch.ones(3)
+    assert torch.equal(compiled_result, f(x))
+    assert torch.equal(SWAPPED, torch.zeros(3))
+
+
+def test_a_break_at_a_call_with_star_args(capsys):
+    def f(x):
+        y = x * 2
+        parts = ("a", "b")
+        print(*parts, sep="+")
+        return y - 1
+
+    counter = run_both(f, torch.randn(3))
+    assert counter.frame_count == 2
+    assert capsys.readouterr().out == "a+b\n" * 2
 
 
 def test_keyword_arguments_of_the_breaking_call():

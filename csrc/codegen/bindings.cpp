@@ -57,6 +57,18 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     plan.kind = OutputPlan::Kind::Null;
     return plan;
   }
+  if (type_name == "BoundMethod") {
+    plan.kind = OutputPlan::Kind::BoundMethod;
+    plan.constant = py::Ref<>::newref(nb::module_::import_("types").attr("MethodType").ptr());
+    plan.items.push_back(plan_from_python(node.attr("function"), sources));
+    plan.items.push_back(plan_from_python(node.attr("self"), sources));
+    return plan;
+  }
+  if (type_name == "EnterContext") {
+    plan.kind = OutputPlan::Kind::EnterContext;
+    plan.constant = py::Ref<>::newref(node.attr("cls").ptr());
+    return plan;
+  }
   if (type_name == "Attr") {
     plan.kind = OutputPlan::Kind::Attr;
     plan.items.push_back(plan_from_python(node.attr("owner"), sources));
@@ -84,16 +96,26 @@ PyCodeObject* code_of(nb::handle code) {
   return reinterpret_cast<PyCodeObject*>(code.ptr());
 }
 
-codegen::StackSlot stack_slot(const std::string& kind) {
-  if (kind == "value") return codegen::StackSlot::Value;
-  if (kind == "null") return codegen::StackSlot::Null;
-  if (kind == "iter") return codegen::StackSlot::Iterator;
-  throw PythonError::make(PyExc_ValueError, "stack slot kind must be 'value', 'null' or 'iter', not '" + kind + "'");
+// 'value', 'null', 'iter', or ('context', cls) for an open grad-mode block.
+std::pair<codegen::StackSlot, py::Ref<>> stack_slot(nb::handle kind) {
+  if (nb::isinstance<nb::tuple>(kind) && nb::len(kind) == 2 && nb::isinstance<nb::str>(kind[0]) &&
+      nb::cast<std::string>(kind[0]) == "context") {
+    return {codegen::StackSlot::Context, py::Ref<>::newref(kind[1].ptr())};
+  }
+  std::string name = nb::isinstance<nb::str>(kind) ? nb::cast<std::string>(kind) : std::string("?");
+  if (name == "value") return {codegen::StackSlot::Value, py::Ref<>()};
+  if (name == "null") return {codegen::StackSlot::Null, py::Ref<>()};
+  if (name == "iter") return {codegen::StackSlot::Iterator, py::Ref<>()};
+  throw PythonError::make(PyExc_ValueError, "a stack slot kind is 'value', 'null', 'iter' or ('context', cls)");
 }
 
-std::vector<bool> null_slots(nb::handle kinds) {
+// Slots that are not passed as arguments (NULLs, and contexts the resume function enters).
+std::vector<bool> unpassed_slots(nb::handle kinds) {
   std::vector<bool> mask;
-  for (nb::handle kind : kinds) mask.push_back(stack_slot(nb::cast<std::string>(kind)) == codegen::StackSlot::Null);
+  for (nb::handle kind : kinds) {
+    codegen::StackSlot slot = stack_slot(kind).first;
+    mask.push_back(slot == codegen::StackSlot::Null || slot == codegen::StackSlot::Context);
+  }
   return mask;
 }
 
@@ -111,8 +133,13 @@ nb::dict describe_site(const codegen::BreakSite& site) {
 
 codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack,
                                           nb::dict locals, nb::handle kw_names, int offset, nb::list resumes,
-                                          nb::handle sources) {
+                                          nb::handle sources, nb::handle restore_grad_mode) {
   codegen::BreakCall call;
+  if (!restore_grad_mode.is_none()) {
+    nb::tuple parts = nb::cast<nb::tuple>(restore_grad_mode);
+    call.set_grad_enabled = py::Ref<>::newref(parts[0].ptr());
+    call.grad_enabled_outside = py::Ref<>::newref(parts[1].ptr());
+  }
   for (nb::handle input : inputs) call.inputs.push_back(nb::cast<const PySource&>(input).source);
   if (!compiled_fn.is_none()) call.compiled_fn = py::Ref<>::newref(compiled_fn.ptr());
   for (nb::handle plan : stack) call.stack.push_back(plan_from_python(plan, sources));
@@ -124,7 +151,7 @@ codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, 
     codegen::ResumeCall next;
     code_of(parts[0]);
     next.code = py::Ref<>::newref(parts[0].ptr());
-    next.stack_nulls = null_slots(parts[1]);
+    next.stack_nulls = unpassed_slots(parts[1]);
     for (nb::handle name : parts[2]) next.locals.push_back(nb::cast<std::string>(name));
     call.resumes.push_back(std::move(next));
   }
@@ -162,19 +189,24 @@ void bind_codegen(nb::module_& m) {
       "The names of the locals some path from the instruction at `offset` may read before writing.");
   sub.def(
       "break_site",
-      [](nb::handle code, int offset) {
+      [](nb::handle code, int offset, bool in_grad_mode_block) {
         bytecode::DecodedCode decoded = bytecode::decode(code_of(code));
-        return describe_site(codegen::find_break_site(decoded.instructions, offset));
+        return describe_site(codegen::find_break_site(decoded.instructions, offset, in_grad_mode_block));
       },
-      nb::arg("code"), nb::arg("offset"),
+      nb::arg("code"), nb::arg("offset"), nb::arg("in_grad_mode_block") = false,
       "How generated code can split the frame at `offset`: {kind, splittable, reason, "
-      "continuations: [(offset, pops, pushes)]}.");
+      "continuations: [(offset, pops, pushes)]}. in_grad_mode_block: the handler protecting the "
+      "instruction only closes grad-mode with blocks (generated code restores the mode instead).");
   sub.def(
       "make_resume_code",
-      [](nb::handle original, int offset, std::vector<std::string> stack, std::vector<std::string> locals, std::string name) {
+      [](nb::handle original, int offset, nb::list stack, std::vector<std::string> locals, std::string name) {
         codegen::ResumeSpec spec;
         spec.offset = offset;
-        for (const std::string& slot : stack) spec.stack.push_back(stack_slot(slot));
+        for (nb::handle kind : stack) {
+          auto [slot, context] = stack_slot(kind);
+          spec.stack.push_back(slot);
+          spec.contexts.push_back(std::move(context));
+        }
         spec.locals = std::move(locals);
         spec.name = std::move(name);
         codegen::ResumeCode resume = codegen::make_resume_code(code_of(original), spec);
@@ -184,22 +216,25 @@ void bind_codegen(nb::module_& m) {
       },
       nb::arg("original"), nb::arg("offset"), nb::arg("stack"), nb::arg("locals"), nb::arg("name"),
       "(code, {offset in code: offset in original}): a resume function continuing `original` at "
-      "`offset` with the given stack shape ('value', 'null' or 'iter' per slot, bottom first) and "
+      "`offset` with the given stack shape ('value', 'null', 'iter' or ('context', cls) per slot, bottom first) and "
       "live locals as arguments.");
   sub.def(
       "generate_break_call",
       [](nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack, nb::dict locals,
-         nb::handle kw_names, int offset, nb::list resumes, nb::handle sources) {
-        codegen::BreakCall call =
-            break_call_from_python(code, inputs, compiled_fn, stack, locals, kw_names, offset, resumes, sources);
+         nb::handle kw_names, int offset, nb::list resumes, nb::handle sources, nb::handle restore_grad_mode) {
+        codegen::BreakCall call = break_call_from_python(code, inputs, compiled_fn, stack, locals, kw_names, offset,
+                                                         resumes, sources, restore_grad_mode);
         py::Ref<> result = codegen::generate_break_call(code_of(code), call);
         return nb::steal(result.release());
       },
       nb::arg("code"), nb::arg("inputs"), nb::arg("compiled_fn").none(), nb::arg("stack"), nb::arg("locals"),
       nb::arg("kw_names").none(), nb::arg("offset"), nb::arg("resumes"), nb::arg("sources").none() = nb::none(),
+      nb::arg("restore_grad_mode").none() = nb::none(),
       "Code that calls compiled_fn(*inputs), rebuilds the stack and locals from their plans, runs the "
       "instruction at `offset` and returns resume(*stack, *locals) for each path's "
-      "(resume_code, stack slot kinds, locals) in `resumes`.");
+      "(resume_code, stack slot kinds, locals) in `resumes`. restore_grad_mode=(set_grad_enabled, mode): the "
+      "break is inside grad-mode blocks; the mode outside them is restored before each resume call "
+      "(which enters the blocks again) and when the breaking instruction raises.");
 }
 
 }  // namespace bytegraph

@@ -27,6 +27,23 @@ bool uses_graph_outputs(const BreakCall& call) {
   return false;
 }
 
+void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
+  builder.emit(op::PUSH_NULL);
+  builder.load_const(call.set_grad_enabled.get());
+  builder.load_const(call.grad_enabled_outside.get());
+  builder.call(1);
+  builder.emit(op::POP_TOP);
+}
+
+// The handler of the breaking instruction inside grad-mode blocks: [exc] -> the outside mode
+// is back, and the exception propagates (generated code has no other handler).
+bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakCall& call) {
+  const std::size_t first = builder.instructions().size();
+  emit_set_grad_enabled(builder, call);
+  builder.emit(op::RERAISE, 0);
+  return builder.instructions()[first].get();
+}
+
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
   for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
@@ -66,7 +83,7 @@ void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume, PyCodeObje
 
 py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
   bytecode::DecodedCode decoded = bytecode::decode(code);
-  BreakSite site = find_break_site(decoded.instructions, call.offset);
+  BreakSite site = find_break_site(decoded.instructions, call.offset, static_cast<bool>(call.set_grad_enabled));
   if (!site.not_splittable.empty()) throw PythonError::make(PyExc_ValueError, "cannot split here: " + site.not_splittable);
   if (site.continuations.size() != call.resumes.size())
     throw PythonError::make(PyExc_ValueError, "the breaking instruction has " + std::to_string(site.continuations.size()) +
@@ -75,14 +92,17 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
   if (PyTuple_GET_SIZE(cellvars.get()) > 0)
     throw PythonError::make(PyExc_ValueError, "cannot split a frame with cell variables");
   const bytecode::Instruction& inst = *decoded.instructions[site.index];
+  const bool in_grad_mode_block = static_cast<bool>(call.set_grad_enabled);
 
   CodeBuilder builder;
   copy_prefix(builder, code);
   builder.set_positions(first_line_positions(code));
   if (call.compiled_fn) emit_graph_call(builder, call.inputs, call.compiled_fn.get(), uses_graph_outputs(call), code);
+  if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
   restore_state(builder, call, code);
 
   builder.set_positions(inst.positions);
+  const std::size_t first_protected = builder.instructions().size();
   bytecode::Instruction* branch = nullptr;
   switch (site.kind) {
     case BreakSite::Kind::Call:
@@ -97,10 +117,21 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
       builder.emit(inst.opcode, inst.arg, inst.argval.copy());
       break;
   }
+  const std::size_t end_protected = builder.instructions().size();
   for (std::size_t i = 0; i < call.resumes.size(); ++i) {
     const std::size_t first = builder.instructions().size();
+    if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
     emit_resume_call(builder, call.resumes[i], code);
     if (branch != nullptr && i == 1) branch->target = builder.instructions()[first].get();
+  }
+  if (in_grad_mode_block) {
+    auto entry = std::make_shared<bytecode::ExceptionTableEntry>();
+    entry->target = emit_grad_mode_handler(builder, call);
+    entry->depth = 0;
+    entry->lasti = false;
+    for (std::size_t i = first_protected; i < end_protected; ++i) builder.instructions()[i]->exception_entry = entry;
+    entry->start = builder.instructions()[first_protected].get();
+    entry->end = builder.instructions()[end_protected - 1].get();
   }
   bytecode::InstructionList instructions = builder.take();
   return bytecode::assemble(instructions, code);

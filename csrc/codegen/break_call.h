@@ -24,7 +24,8 @@ namespace bytegraph::codegen {
 
 struct ResumeCall {
   py::Ref<> code;                   // the resume function's code object
-  std::vector<bool> stack_nulls;    // the stack on this path after the instruction (true: NULL)
+  std::vector<bool> stack_nulls;    // the stack on this path after the instruction (true: a NULL or
+                                    // a grad-mode exit, which are not passed)
   std::vector<std::string> locals;  // locals passed after the non-NULL stack values
 };
 
@@ -36,6 +37,12 @@ struct BreakCall {
   py::Ref<> kw_names;  // the CALL's pending keyword names, or null
   int offset = -1;     // of the breaking instruction in the code being replaced
   std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order
+  // Set when the break is inside grad-mode `with` blocks: torch._C._set_grad_enabled and the
+  // mode outside the blocks. The graph leaves the blocks' mode on; generated code sets the
+  // outside mode before rebuilding the stack (whose Enter plans enter the blocks again), when
+  // the breaking instruction raises (then re-raises), and before each resume call (the
+  // resume function enters the blocks itself).
+  py::Ref<> set_grad_enabled, grad_enabled_outside;
 };
 
 py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const BreakCall& call);

@@ -98,7 +98,7 @@ int effect(const bytecode::Instruction& inst, bool jump) {
 
 }  // namespace
 
-BreakSite find_break_site(const bytecode::InstructionList& instructions, int offset) {
+BreakSite find_break_site(const bytecode::InstructionList& instructions, int offset, bool in_grad_mode_block) {
   BreakSite site;
   std::size_t index = 0;
   while (index < instructions.size() && instructions[index]->offset != offset) ++index;
@@ -109,7 +109,7 @@ BreakSite find_break_site(const bytecode::InstructionList& instructions, int off
   site.index = index;
   const bytecode::Instruction& inst = *instructions[index];
   const char* name = bytecode::opcode_info(inst.opcode).name;
-  if (inst.exception_entry) {
+  if (inst.exception_entry && !in_grad_mode_block) {
     site.not_splittable = std::string(name) + " at offset " + std::to_string(offset) +
                           " is inside a try block or a with statement";
     return site;

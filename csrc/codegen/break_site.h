@@ -30,6 +30,8 @@ struct BreakSite {
   std::string not_splittable;  // empty when generated code can run the instruction
 };
 
-BreakSite find_break_site(const bytecode::InstructionList& instructions, int offset);
+// `in_grad_mode_block`: the caller checked that the handlers protecting the instruction only
+// close grad-mode `with` blocks, which generated code handles by restoring the mode.
+BreakSite find_break_site(const bytecode::InstructionList& instructions, int offset, bool in_grad_mode_block = false);
 
 }  // namespace bytegraph::codegen

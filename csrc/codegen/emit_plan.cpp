@@ -15,6 +15,14 @@ bool OutputPlan::uses_graph_outputs() const {
   return false;
 }
 
+void emit_enter_context(CodeBuilder& builder, PyObject* cls) {
+  builder.emit(op::PUSH_NULL);
+  builder.load_const(cls);
+  builder.call(0);
+  builder.emit(op::BEFORE_WITH);
+  builder.emit(op::POP_TOP);  // what __enter__ returned
+}
+
 void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code) {
   using Kind = OutputPlan::Kind;
   switch (plan.kind) {
@@ -49,6 +57,16 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.emit(op::GET_ITER);
+      return;
+    case Kind::BoundMethod:
+      builder.emit(op::PUSH_NULL);
+      builder.load_const(plan.constant.get());
+      emit_plan(builder, plan.items.at(0), code);
+      emit_plan(builder, plan.items.at(1), code);
+      builder.call(2);
+      return;
+    case Kind::EnterContext:
+      emit_enter_context(builder, plan.constant.get());
       return;
     case Kind::Attr:
       emit_plan(builder, plan.items.at(0), code);

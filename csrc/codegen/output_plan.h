@@ -16,12 +16,12 @@
 namespace bytegraph::codegen {
 
 struct OutputPlan {
-  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr };
+  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext, BoundMethod };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple
-  py::Ref<> constant;            // Constant
+  py::Ref<> constant;            // Constant; EnterContext: the context manager class; BoundMethod: types.MethodType
   guards::SourcePtr source;      // Source
-  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner)
+  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner), BoundMethod (function, self)
   std::string attribute;         // Attr
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
 
@@ -34,5 +34,9 @@ inline constexpr const char* kGraphOutputLocal = "___graph_out";
 // Emits the instructions that push the value `plan` describes (code: the code being
 // replaced, whose cells and free variables sources may name).
 void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code /* borrowed */);
+
+// `with cls():` up to its body: pushes the instance's __exit__ (the value a with block keeps
+// on the stack) with the context entered.
+void emit_enter_context(CodeBuilder& builder, PyObject* cls /* borrowed */);
 
 }  // namespace bytegraph::codegen

@@ -6,6 +6,7 @@
 #include "bytecode/decode.h"
 #include "bytegraph/opcodes_generated.h"
 #include "codegen/code_builder.h"
+#include "codegen/output_plan.h"
 #include "codegen/prefix.h"
 #include "python/errors.h"
 
@@ -41,7 +42,7 @@ py::Ref<> tuple_of_names(const std::vector<std::string>& names) {
 std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpec& spec, int& argcount) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < spec.stack.size(); ++i)
-    if (spec.stack[i] != StackSlot::Null) names.push_back(stack_argument_name(i));
+    if (spec.stack[i] != StackSlot::Null && spec.stack[i] != StackSlot::Context) names.push_back(stack_argument_name(i));
   names.insert(names.end(), spec.locals.begin(), spec.locals.end());
   argcount = static_cast<int>(names.size());
   py::Ref<> varnames = check(PyCode_GetVarnames(original));
@@ -75,6 +76,10 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
   for (std::size_t i = 0; i < spec.stack.size(); ++i) {
     if (spec.stack[i] == StackSlot::Null) {
       builder.emit(op::PUSH_NULL);
+      continue;
+    }
+    if (spec.stack[i] == StackSlot::Context) {
+      emit_enter_context(builder, spec.contexts.at(i).get());
       continue;
     }
     builder.load_fast(stack_argument_name(i));

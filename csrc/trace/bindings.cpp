@@ -50,6 +50,7 @@ void add_break_state(nb::object info, const trace::BreakState& state) {
   info["kw_names"] = borrow(state.kw_names);
   info["restorable"] = state.not_restorable.empty();
   info["not_restorable"] = state.not_restorable;
+  info["grad_enabled"] = state.grad_enabled;
 }
 
 }  // namespace

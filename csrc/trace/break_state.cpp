@@ -22,6 +22,8 @@ class PlanWriter {
     null_class_ = check(PyObject_GetAttrString(bridge.get(), "Null"));
     iterator_class_ = check(PyObject_GetAttrString(bridge.get(), "Iterator"));
     attr_class_ = check(PyObject_GetAttrString(bridge.get(), "Attr"));
+    grad_exit_class_ = check(PyObject_GetAttrString(bridge.get(), "GradModeExit"));
+    bound_method_class_ = check(PyObject_GetAttrString(bridge.get(), "BoundMethod"));
   }
 
   py::Ref<> plan(const ValuePtr& value) {
@@ -40,6 +42,7 @@ class PlanWriter {
       return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
     }
     if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
+    require_single_reference(value);
     if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
       if (seq->field_names) throw NotRestorable{"a named tuple " + value->repr()};
       py::Ref<> list = plans_of(seq->items);
@@ -58,6 +61,22 @@ class PlanWriter {
       iterator->set_position(position);  // describing must not advance the loop
       return check(PyObject_CallOneArg(iterator_class_.get(), plans_of(rest).get()));
     }
+    if (auto* exit = dynamic_cast<GradModeExitValue*>(value.get())) {
+      return check(PyObject_CallOneArg(grad_exit_class_.get(), exit->previous() ? Py_True : Py_False));
+    }
+    if (auto* method = dynamic_cast<BoundMethodValue*>(value.get())) {
+      // `obj.method` for a user method: types.MethodType(function, obj) at run time.
+      py::Ref<> function_plan;
+      if (method->function->source()) {
+        function_plan = plan(method->function);
+      } else if (PyObject* real = method->function->real_object()) {
+        function_plan = check(PyObject_CallOneArg(tracer_.bridge.constant_class.get(), real));
+      } else {
+        throw NotRestorable{value->repr()};
+      }
+      py::Ref<> self_plan = plan(method->self);
+      return check(PyObject_CallFunctionObjArgs(bound_method_class_.get(), function_plan.get(), self_plan.get(), nullptr));
+    }
     if (auto [owner, name] = value->bound_attribute(); owner) {
       py::Ref<> owner_plan = plan(owner);
       py::Ref<> attribute = check(PyUnicode_FromString(name.c_str()));
@@ -67,6 +86,17 @@ class PlanWriter {
   }
 
  private:
+  // Each plan builds a new object: a list, dict or iterator made in the frame and reachable
+  // twice (two locals, a local and the loop) would become two objects, so it is not rebuilt.
+  void require_single_reference(const ValuePtr& value) {
+    const bool is_mutable = dynamic_cast<DictValue*>(value.get()) != nullptr ||
+                            dynamic_cast<IteratorValue*>(value.get()) != nullptr ||
+                            (dynamic_cast<SequenceValue*>(value.get()) != nullptr &&
+                             static_cast<SequenceValue&>(*value).is_list());
+    if (is_mutable && !made_here_.insert(value.get()).second)
+      throw NotRestorable{value->repr() + ", which is referenced from two places"};
+  }
+
   py::Ref<> plans_of(const Args& items) {
     py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(items.size())));
     for (size_t i = 0; i < items.size(); ++i) PyList_SET_ITEM(list.get(), i, plan(items[i]).release());
@@ -83,7 +113,8 @@ class PlanWriter {
   Tracer& tracer_;
   std::vector<int>& outputs_;
   std::vector<guards::SourcePtr>& sources_;
-  py::Ref<> null_class_, iterator_class_, attr_class_;
+  std::unordered_set<const Value*> made_here_;
+  py::Ref<> null_class_, iterator_class_, attr_class_, grad_exit_class_, bound_method_class_;
 };
 
 }  // namespace
@@ -94,6 +125,8 @@ BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::ve
   state.kw_names = frame.kw_names ? frame.kw_names.copy() : py::Ref<>::newref(Py_None);
   state.stack = check(PyList_New(0));
   state.locals = check(PyDict_New());
+  py::Ref<> enabled = check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get()));
+  state.grad_enabled = enabled.get() == Py_True;
   // Restored when some value has no plan, so the graph's outputs stay those of the stop.
   std::vector<int> kept_outputs = outputs;
   std::vector<guards::SourcePtr> kept_sources = sources;

@@ -73,7 +73,9 @@ void list_extend(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 
 void list_to_tuple(Tracer&, FrameState& frame, const Instruction&) {
   ValuePtr list = frame.pop();
-  frame.push(std::make_shared<SequenceValue>(false, static_cast<SequenceValue&>(*list).items));
+  auto* items = dynamic_cast<SequenceValue*>(list.get());
+  if (items == nullptr) throw InternalError("LIST_TO_TUPLE on " + list->repr());
+  frame.push(std::make_shared<SequenceValue>(false, items->items));
 }
 
 // 3.12: CALL_INTRINSIC_1's argument indexes dis._intrinsic_1_descs; only the pure ones are

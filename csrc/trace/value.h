@@ -308,6 +308,7 @@ class GradModeExitValue : public Value {
  public:
   explicit GradModeExitValue(bool previous) : previous_(previous) {}
   std::string repr() const override { return "GradModeExit(" + std::string(previous_ ? "True" : "False") + ")"; }
+  bool previous() const { return previous_; }  // the mode the exit restores
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
 
  private:

@@ -97,7 +97,8 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
 
 ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   using K = GuardLog::Kind;
-  switch (classify(real)) {
+  ObjectKind kind = classify(real);
+  switch (kind) {
     case ObjectKind::Constant:
       guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
@@ -110,7 +111,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
         py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
         guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
       }
-      bool leaf = classify(real) == ObjectKind::LeafModule;
+      bool leaf = kind == ObjectKind::LeafModule;
       return std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
     }
     case ObjectKind::Tuple:
@@ -158,7 +159,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Builtin:
     case ObjectKind::PureFunction:
       if (is_direct(source)) guards.add(K::Id, source, real);
-      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, classify(real) == ObjectKind::PureFunction);
+      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source);
     case ObjectKind::Comptime:
