@@ -386,3 +386,18 @@ def test_comptime_in_a_module_forward(capsys):
     assert lines[1] == "x = TensorVariable(x: f32[2, 3])"
     assert lines[2].startswith("h = TensorVariable(") and lines[2].endswith(": f32[2, 4])")
 
+
+
+def test_an_exception_in_the_comptime_function_is_reported_as_itself(caplog):
+    """Not a graph break: a compile failure naming the exception (the frame then runs eagerly)."""
+
+    def f(a):
+        comptime(lambda ctx: 1 / 0)
+        return a + 1
+
+    counter = CompileCounter()
+    with caplog.at_level("WARNING", logger="bytegraph"):
+        result = bytegraph.compile(f, backend=counter)(torch.ones(2))
+    torch.testing.assert_close(result, torch.ones(2) + 1)
+    assert "ZeroDivisionError" in caplog.text and "could not compile" in caplog.text
+    assert counter.frame_count == 0
