@@ -173,7 +173,7 @@ class FrameConverter:
         info = result.graph_break
         graph_break_log.info(
             "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
-            "\n".join(f"  {line}" for line in info["user_stack"]),
+            _logging.user_stack_text(info["user_stack"]),
         )
         split = _frame_split.plan_split(code, info)
         if isinstance(split, str):
@@ -219,7 +219,7 @@ class FrameConverter:
             raise graph_break_error(kind, message, user_stack, code) from None
         graph_break_log.info(
             "Graph break in %s (%s): %s\n%s", code.co_qualname, kind, message,
-            "\n".join(f"  {line}" for line in user_stack),
+            _logging.user_stack_text(user_stack),
         )
         # Until frames are split at breaks, a frame that breaks runs as it is (its callees
         # are still offered to the hook, and captured on their own).

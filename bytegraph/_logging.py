@@ -13,6 +13,7 @@ interpreter tests one pointer per instruction.
 """
 
 import contextlib
+import linecache
 import logging
 import os
 import sys
@@ -166,6 +167,20 @@ def trace_sink():
     """What the tracer's `log=` gets: a per-instruction callable, or None when the trace
     artifact is off (checked once per trace, so tracing with logs off costs nothing)."""
     return _emit_trace if trace_log.isEnabledFor(logging.DEBUG) else None
+
+
+def user_stack_text(user_stack):
+    """The tracer's user stack ("file:line in function", outermost first) as indented lines,
+    each followed by its source line when the file is readable."""
+    lines = []
+    for entry in user_stack:
+        lines.append(f"  {entry}")
+        location = entry.rpartition(" in ")[0]
+        filename, _, lineno = location.rpartition(":")
+        source = linecache.getline(filename, int(lineno)).strip() if lineno.isdigit() else ""
+        if source:
+            lines.append(f"    {source}")
+    return "\n".join(lines)
 
 
 def graph_table(gm):

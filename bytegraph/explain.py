@@ -55,6 +55,11 @@ class ExplainOutput:
     guards: list
     compile_times: list  # (function qualname, seconds), in compile order
 
+    @property
+    def out_guards(self):
+        """torch._dynamo.explain's name for `guards`."""
+        return self.guards
+
     def __str__(self):
         lines = [
             f"Graph Count: {self.graph_count}",

@@ -123,7 +123,7 @@ def test_graph_breaks_artifact_gives_reason_and_user_stack(capsys):
     err = capsys.readouterr().err
     line = inspect.getsourcelines(foo1)[1] + 2  # `if b.sum() < 0:`
     assert "[bytegraph:graph_breaks] Graph break in foo1 (data_dependent_branch)" in err
-    assert f"examples.py:{line} in foo1" in err
+    assert f"examples.py:{line} in foo1\n    if b.sum() < 0:" in err
 
 
 def test_bytecode_artifact_shows_original_and_modified_code_with_resume_functions(capsys):
