@@ -11,7 +11,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from bytegraph import _logging, api
+from bytegraph import _logging, _resume, api
 from bytegraph._convert_frame import FrameConverter
 
 __all__ = ["explain", "ExplainOutput", "GraphBreakReason"]
@@ -123,6 +123,12 @@ class _Recorder:
 
     def add_break(self, code, kind, message, user_stack):
         stack = [_frame_summary(entry) for entry in user_stack]
+        if stack and _resume.is_resume_code(code) and stack[0].name == code.co_name:
+            # A break in the code after an earlier break: name the user's function, not the
+            # resume function bytegraph made for it.
+            first = stack[0]
+            stack[0] = traceback.FrameSummary(first.filename, first.lineno, _resume.origin(code)[0].co_name,
+                                              line=first.line)
         self.breaks.append(GraphBreakReason(_strip_location(message), kind, stack))
         self.broken_codes.add(code)
 
