@@ -442,3 +442,20 @@ class BoundMethod:
 
     def __eq__(self, other):
         return isinstance(other, BoundMethod) and (other.function, other.self) == (self.function, self.self)
+
+
+class MakeFunction:
+    """A function made in the frame, made again: `code` with the frame's globals, its closure
+    read from the frame's cell/free variables `closure` (names), and plans for its defaults."""
+
+    __slots__ = ("code", "closure", "defaults", "kwdefaults")
+
+    def __init__(self, code, closure, defaults=None, kwdefaults=None):
+        self.code, self.closure, self.defaults, self.kwdefaults = code, tuple(closure), defaults, kwdefaults
+
+    def __repr__(self):
+        return f"MakeFunction({self.code.co_name}, closure={self.closure!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, MakeFunction) and (other.code, other.closure, other.defaults, other.kwdefaults) == (
+            self.code, self.closure, self.defaults, self.kwdefaults)

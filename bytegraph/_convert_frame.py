@@ -188,7 +188,7 @@ class FrameConverter:
             compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
         new_code = _C.codegen.generate_break_call(
             code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
-            info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode)
+            info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode, split.cells)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:

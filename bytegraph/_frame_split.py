@@ -20,6 +20,7 @@ class Split:
     stack: list  # plans, bottom first (loop iterators as tuples, grad-mode exits as EnterContext)
     locals: dict  # {name: plan}: the live locals
     resumes: list  # per continuation: (resume code, stack slot kinds, locals passed)
+    cells: dict  # {name: plan}: the contents of the frame's cell variables
     restore_grad_mode: tuple = None  # (torch._C._set_grad_enabled, mode outside) inside grad-mode blocks
 
 
@@ -43,7 +44,7 @@ def plan_split(code, info):
         live = set(_C.codegen.live_locals(code, offset))
         names = [name for name in locals_plan if name in live]
         resumes.append((_resume.resume_code_for(code, offset, slots, names), slots, names))
-    return Split(stack, locals_plan, resumes, restore_grad_mode)
+    return Split(stack, locals_plan, resumes, dict(info["cells_plan"]), restore_grad_mode)
 
 
 _UNSPLITTABLE_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
@@ -53,8 +54,6 @@ def _why_not_split(code, info, site):
     """Why the frame cannot be split exactly at this break (None when it can)."""
     if code.co_flags & _UNSPLITTABLE_FLAGS:
         return "generators and coroutines are not split"
-    if code.co_cellvars:
-        return "frames with cell variables are not split (closures made before the break share them)"
     if not site["splittable"]:
         return site["reason"]
     if _resume.is_resume_code(code) and _inside_loop(code, info["offset"]):

@@ -639,6 +639,47 @@ def test_closures_keep_working_in_resume_functions():
     assert counter.frame_count == 2
 
 
+def test_cell_variables_written_before_a_break_reach_closures_made_after_it(capsys):
+    def f(x):
+        y = x * 2  # a cell: the lambda below reads it
+        print("break")
+        scale = lambda t: t * y  # noqa: E731
+        return scale(x) + y
+
+    counter = run_both(f, torch.randn(3))
+    assert counter.frame_count == 2
+
+
+def test_a_closure_made_before_the_break_shares_the_cell_with_the_resumed_code(capsys):
+    def f(x):
+        total = x + 1
+
+        def bump():
+            nonlocal total
+            total = total * 2
+
+        print("break")
+        bump()
+        bump()
+        return total
+
+    run_both(f, torch.randn(3))
+
+
+def test_functions_made_before_the_break_are_made_again_with_defaults_and_closure(capsys):
+    def f(x):
+        offset = x.cos()
+
+        def shift(t, k=2, *, scale=3):
+            return (t + offset) * k * scale
+
+        twice = shift
+        print("break")
+        return shift(x), shift(x, 1, scale=1), twice is shift
+
+    run_both(f, torch.randn(3))
+
+
 def test_ten_breaks_in_one_function(capsys):
     def f(x):
         x = x + 1

@@ -57,6 +57,23 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     plan.kind = OutputPlan::Kind::Null;
     return plan;
   }
+  if (type_name == "MakeFunction") {
+    constexpr int kDefaults = 0x01, kKwDefaults = 0x02, kClosure = 0x08;
+    plan.kind = OutputPlan::Kind::MakeFunction;
+    plan.constant = py::Ref<>::newref(node.attr("code").ptr());
+    plan.index = 0;
+    if (!node.attr("defaults").is_none()) {
+      plan.items.push_back(plan_from_python(node.attr("defaults"), sources));
+      plan.index |= kDefaults;
+    }
+    if (!node.attr("kwdefaults").is_none()) {
+      plan.items.push_back(plan_from_python(node.attr("kwdefaults"), sources));
+      plan.index |= kKwDefaults;
+    }
+    for (nb::handle name : node.attr("closure")) plan.names.push_back(nb::cast<std::string>(name));
+    if (!plan.names.empty()) plan.index |= kClosure;
+    return plan;
+  }
   if (type_name == "BoundMethod") {
     plan.kind = OutputPlan::Kind::BoundMethod;
     plan.constant = py::Ref<>::newref(nb::module_::import_("types").attr("MethodType").ptr());
@@ -133,7 +150,7 @@ nb::dict describe_site(const codegen::BreakSite& site) {
 
 codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack,
                                           nb::dict locals, nb::handle kw_names, int offset, nb::list resumes,
-                                          nb::handle sources, nb::handle restore_grad_mode) {
+                                          nb::handle sources, nb::handle restore_grad_mode, nb::handle cells) {
   codegen::BreakCall call;
   if (!restore_grad_mode.is_none()) {
     nb::tuple parts = nb::cast<nb::tuple>(restore_grad_mode);
@@ -144,6 +161,9 @@ codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, 
   if (!compiled_fn.is_none()) call.compiled_fn = py::Ref<>::newref(compiled_fn.ptr());
   for (nb::handle plan : stack) call.stack.push_back(plan_from_python(plan, sources));
   for (auto [name, plan] : locals) call.locals.emplace_back(nb::cast<std::string>(name), plan_from_python(plan, sources));
+  if (!cells.is_none())
+    for (auto [name, plan] : nb::borrow<nb::dict>(cells))
+      call.cells.emplace_back(nb::cast<std::string>(name), plan_from_python(plan, sources));
   if (!kw_names.is_none()) call.kw_names = py::Ref<>::newref(kw_names.ptr());
   call.offset = offset;
   for (nb::handle resume : resumes) {
@@ -221,20 +241,22 @@ void bind_codegen(nb::module_& m) {
   sub.def(
       "generate_break_call",
       [](nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack, nb::dict locals,
-         nb::handle kw_names, int offset, nb::list resumes, nb::handle sources, nb::handle restore_grad_mode) {
+         nb::handle kw_names, int offset, nb::list resumes, nb::handle sources, nb::handle restore_grad_mode,
+         nb::handle cells) {
         codegen::BreakCall call = break_call_from_python(code, inputs, compiled_fn, stack, locals, kw_names, offset,
-                                                         resumes, sources, restore_grad_mode);
+                                                         resumes, sources, restore_grad_mode, cells);
         py::Ref<> result = codegen::generate_break_call(code_of(code), call);
         return nb::steal(result.release());
       },
       nb::arg("code"), nb::arg("inputs"), nb::arg("compiled_fn").none(), nb::arg("stack"), nb::arg("locals"),
       nb::arg("kw_names").none(), nb::arg("offset"), nb::arg("resumes"), nb::arg("sources").none() = nb::none(),
-      nb::arg("restore_grad_mode").none() = nb::none(),
+      nb::arg("restore_grad_mode").none() = nb::none(), nb::arg("cells").none() = nb::none(),
       "Code that calls compiled_fn(*inputs), rebuilds the stack and locals from their plans, runs the "
       "instruction at `offset` and returns resume(*stack, *locals) for each path's "
       "(resume_code, stack slot kinds, locals) in `resumes`. restore_grad_mode=(set_grad_enabled, mode): the "
       "break is inside grad-mode blocks; the mode outside them is restored before each resume call "
-      "(which enters the blocks again) and when the breaking instruction raises.");
+      "(which enters the blocks again) and when the breaking instruction raises. cells: {name: plan} "
+      "written into this frame's cell variables before the instruction runs.");
 }
 
 }  // namespace bytegraph

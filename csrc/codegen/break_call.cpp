@@ -24,6 +24,8 @@ bool uses_graph_outputs(const BreakCall& call) {
     if (plan.uses_graph_outputs()) return true;
   for (const auto& [name, plan] : call.locals)
     if (plan.uses_graph_outputs()) return true;
+  for (const auto& [name, plan] : call.cells)
+    if (plan.uses_graph_outputs()) return true;
   return false;
 }
 
@@ -47,18 +49,22 @@ bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakC
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
   for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
+  for (const auto& [name, plan] : call.cells) emit_plan(builder, plan, code);
+  for (auto it = call.cells.rbegin(); it != call.cells.rend(); ++it)
+    builder.emit(op::STORE_DEREF, -1, interned(it->first));
   for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
 }
 
 // resume(*stack, *locals) with a function made here, so it gets this frame's globals and,
-// through LOAD_CLOSURE, this frame's closure cells.
-void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume, PyCodeObject* code) {
+// through LOAD_CLOSURE, this frame's cells: its free variables are this frame's free
+// variables and cell variables, by name.
+void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
   const std::size_t depth = resume.stack_nulls.size();
   // The stack is parked in temporaries (STORE_FAST also takes a NULL) so the function and
   // the call protocol's NULL can go below the arguments.
   for (std::size_t i = depth; i-- > 0;) builder.store_fast(resume.stack_nulls[i] ? "___null" : temporary_name(i));
   builder.emit(op::PUSH_NULL);
-  py::Ref<> freevars = check(PyCode_GetFreevars(code));
+  py::Ref<> freevars = check(PyCode_GetFreevars(reinterpret_cast<PyCodeObject*>(resume.code.get())));
   const Py_ssize_t nfree = PyTuple_GET_SIZE(freevars.get());
   for (Py_ssize_t i = 0; i < nfree; ++i)
     builder.emit(op::LOAD_CLOSURE, -1, py::Ref<>::newref(PyTuple_GET_ITEM(freevars.get(), i)));
@@ -88,9 +94,6 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
   if (site.continuations.size() != call.resumes.size())
     throw PythonError::make(PyExc_ValueError, "the breaking instruction has " + std::to_string(site.continuations.size()) +
                                                   " continuation(s), got " + std::to_string(call.resumes.size()));
-  py::Ref<> cellvars = check(PyCode_GetCellvars(code));
-  if (PyTuple_GET_SIZE(cellvars.get()) > 0)
-    throw PythonError::make(PyExc_ValueError, "cannot split a frame with cell variables");
   const bytecode::Instruction& inst = *decoded.instructions[site.index];
   const bool in_grad_mode_block = static_cast<bool>(call.set_grad_enabled);
 
@@ -121,7 +124,7 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
   for (std::size_t i = 0; i < call.resumes.size(); ++i) {
     const std::size_t first = builder.instructions().size();
     if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
-    emit_resume_call(builder, call.resumes[i], code);
+    emit_resume_call(builder, call.resumes[i]);
     if (branch != nullptr && i == 1) branch->target = builder.instructions()[first].get();
   }
   if (in_grad_mode_block) {

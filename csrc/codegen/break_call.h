@@ -1,13 +1,14 @@
 // Code generation for a frame split at a graph break (Dynamo's "compile the partial graph
 // and resume"). The new code object
 //   1. runs the original prefix and calls the compiled graph (everything before the break);
-//   2. rebuilds the value stack the trace stopped with and stores the live locals in their
-//      slots (all values are computed before any slot is written, so a value re-read from an
-//      argument slot sees the argument);
+//   2. rebuilds the value stack the trace stopped with, stores the live locals in their slots
+//      and the cell variables' contents in their cells (all values are computed before any
+//      slot or cell is written, so a value re-read from an argument sees the argument);
 //   3. runs the breaking instruction itself, for real (a CALL with its KW_NAMES and PRECALL;
 //      for a branch on a tensor, the original conditional jump choosing between two paths);
 //   4. on each path, calls that continuation's resume function with the stack left there
-//      and the live locals, and returns its result.
+//      and the live locals, and returns its result. The resume function's closure is built
+//      from this frame's cells and free variables, named by its co_freevars.
 #pragma once
 
 #include <Python.h>
@@ -34,6 +35,7 @@ struct BreakCall {
   py::Ref<> compiled_fn;  // null when the graph has no operations
   std::vector<OutputPlan> stack;  // bottom first
   std::vector<std::pair<std::string, OutputPlan>> locals;
+  std::vector<std::pair<std::string, OutputPlan>> cells;  // contents of cell variables, by name
   py::Ref<> kw_names;  // the CALL's pending keyword names, or null
   int offset = -1;     // of the breaking instruction in the code being replaced
   std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order

@@ -37,6 +37,8 @@ std::optional<int> values_pushed(const bytecode::Instruction& inst) {
     case op::STORE_GLOBAL:
     case op::STORE_SUBSCR:
     case op::STORE_NAME:
+    case op::STORE_DEREF:
+    case op::DELETE_DEREF:
     case op::DELETE_ATTR:
     case op::DELETE_GLOBAL:
     case op::DELETE_SUBSCR:

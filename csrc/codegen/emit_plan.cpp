@@ -58,6 +58,14 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.emit(op::GET_ITER);
       return;
+    case Kind::MakeFunction:
+      // MAKE_FUNCTION pops, top first: code, closure, kwdefaults, defaults.
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      for (const std::string& name : plan.names) builder.emit(op::LOAD_CLOSURE, -1, interned(name));
+      if (!plan.names.empty()) builder.build(op::BUILD_TUPLE, static_cast<int>(plan.names.size()));
+      builder.load_const(plan.constant.get());
+      builder.emit(op::MAKE_FUNCTION, plan.index);
+      return;
     case Kind::BoundMethod:
       builder.emit(op::PUSH_NULL);
       builder.load_const(plan.constant.get());

@@ -7,7 +7,6 @@
 #include "bytegraph/opcodes_generated.h"
 #include "codegen/code_builder.h"
 #include "codegen/output_plan.h"
-#include "codegen/prefix.h"
 #include "python/errors.h"
 
 namespace bytegraph::codegen {
@@ -32,6 +31,12 @@ std::size_t prefix_length(const bytecode::InstructionList& instructions) {
   return i;
 }
 
+std::vector<std::string> names_of(PyObject* tuple /* borrowed */) {
+  std::vector<std::string> names;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) names.push_back(PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i)));
+  return names;
+}
+
 py::Ref<> tuple_of_names(const std::vector<std::string>& names) {
   py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(names.size())));
   for (std::size_t i = 0; i < names.size(); ++i) PyTuple_SET_ITEM(tuple.get(), i, interned(names[i]).release());
@@ -39,7 +44,8 @@ py::Ref<> tuple_of_names(const std::vector<std::string>& names) {
 }
 
 // Arguments first (stack values, then live locals), then the original's other locals.
-std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpec& spec, int& argcount) {
+std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpec& spec,
+                                         const std::vector<std::string>& cell_names, int& argcount) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < spec.stack.size(); ++i)
     if (spec.stack[i] != StackSlot::Null && spec.stack[i] != StackSlot::Context) names.push_back(stack_argument_name(i));
@@ -48,6 +54,7 @@ std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpe
   py::Ref<> varnames = check(PyCode_GetVarnames(original));
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(varnames.get()); ++i) {
     std::string name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(varnames.get(), i));
+    if (std::find(cell_names.begin(), cell_names.end(), name) != cell_names.end()) continue;  // now free
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   return names;
@@ -59,8 +66,10 @@ std::string stack_argument_name(std::size_t position) { return "___stack" + std:
 
 ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
   py::Ref<> cellvars = check(PyCode_GetCellvars(original));
-  if (PyTuple_GET_SIZE(cellvars.get()) > 0)
-    throw PythonError::make(PyExc_ValueError, "resume functions of code with cell variables are not supported");
+  py::Ref<> freevars = check(PyCode_GetFreevars(original));
+  std::vector<std::string> cell_names = names_of(cellvars.get());
+  std::vector<std::string> free_names = names_of(freevars.get());
+  free_names.insert(free_names.end(), cell_names.begin(), cell_names.end());
   bytecode::DecodedCode decoded = bytecode::decode(original);
   auto& instructions = decoded.instructions;
   const std::size_t skipped = prefix_length(instructions);
@@ -71,8 +80,9 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
     throw PythonError::make(PyExc_ValueError, "no instruction to resume at offset " + std::to_string(spec.offset));
 
   CodeBuilder builder;
-  copy_prefix(builder, original);
   builder.set_positions(target->positions);
+  if (!free_names.empty()) builder.emit(op::COPY_FREE_VARS, static_cast<int>(free_names.size()));
+  builder.emit(op::RESUME, 0);
   for (std::size_t i = 0; i < spec.stack.size(); ++i) {
     if (spec.stack[i] == StackSlot::Null) {
       builder.emit(op::PUSH_NULL);
@@ -95,7 +105,9 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
 
   bytecode::CodeOverrides overrides;
   int argcount = 0;
-  overrides.varnames = tuple_of_names(resume_varnames(original, spec, argcount));
+  overrides.varnames = tuple_of_names(resume_varnames(original, spec, cell_names, argcount));
+  overrides.cellvars = tuple_of_names({});
+  overrides.freevars = tuple_of_names(free_names);
   overrides.argcount = argcount;
   overrides.posonlyargcount = 0;
   overrides.kwonlyargcount = 0;

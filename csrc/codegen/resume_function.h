@@ -9,9 +9,10 @@
 // the locals' own names. Its prologue is the original prefix (COPY_FREE_VARS, RESUME), the
 // stack rebuilt from those arguments, and a jump to `offset`; after it come the original
 // instructions, exception table included, so the rest runs exactly as before and can be
-// captured (and split again) like any other frame. Free variables stay free variables: the
-// caller passes the closure. Code with cell variables is not supported (a new cell would not
-// be shared with closures made before the break): ValueError.
+// captured (and split again) like any other frame. Its free variables are the original's free
+// variables followed by its cell variables, so the caller passes its own cells in the closure
+// and closures made before the break keep sharing them (the prologue has COPY_FREE_VARS, and
+// no MAKE_CELL).
 #pragma once
 
 #include <Python.h>

@@ -47,6 +47,7 @@ nb::object break_info(const std::optional<trace::BreakInfo>& info) {
 void add_break_state(nb::object info, const trace::BreakState& state) {
   info["stack_plan"] = borrow(state.stack);
   info["locals_plan"] = borrow(state.locals);
+  info["cells_plan"] = borrow(state.cells);
   info["kw_names"] = borrow(state.kw_names);
   info["restorable"] = state.not_restorable.empty();
   info["not_restorable"] = state.not_restorable;

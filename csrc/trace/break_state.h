@@ -7,6 +7,7 @@
 // lists and dicts of plans, Iterator([plans]) for a loop's iterator (its remaining items),
 // Attr(plan, name) for a method read and not called yet (`x.add`, `xs.append`),
 // BoundMethod(function plan, self plan) for a user method (`self.helper`),
+// MakeFunction(code, closure names, defaults, kwdefaults) for a function made in the frame,
 // GradModeExit(previous) for the exit of a `with torch.no_grad()/enable_grad()` block and
 // Null() for the NULL of the call protocol. Anything else (a function made in the frame, a
 // bound method, a cell) cannot be rebuilt: `not_restorable` then says why, and the frame
@@ -25,6 +26,7 @@ namespace bytegraph::trace {
 struct BreakState {
   py::Ref<> stack;     // list of plans, bottom first
   py::Ref<> locals;    // {name: plan}: live, bound locals, in slot order
+  py::Ref<> cells;     // {name: plan}: the contents of this frame's bound cell variables
   py::Ref<> kw_names;  // the pending KW_NAMES tuple of a CALL, or None
   std::string not_restorable;  // empty when every value has a plan
   bool grad_enabled = true;    // the grad mode at the break (inside any grad-mode blocks)

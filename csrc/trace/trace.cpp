@@ -159,6 +159,8 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   }
   trace_result.guard_set = std::make_shared<guards::GuardSet>();
   tracer.guards.apply(*trace_result.guard_set);
+  // The graph was traced under the grad mode the frame started with.
+  trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
   trace_result.guards = trace_result.guard_set->describe();
   return trace_result;
 }

@@ -160,14 +160,35 @@ TEST(ResumeFunction, RebuildsNullsOnTheStack) {
   EXPECT_EQ(PyLong_AsLong(result.get()), 3);
 }
 
-TEST(ResumeFunction, CodeWithCellVariablesIsRejected) {
-  Ref<> f = compiled_function(
+TEST(ResumeFunction, CellVariablesBecomeFreeVariablesSharedWithTheCaller) {
+  const char* source =
       "def f(x):\n"
       "    g = lambda: x\n"
-      "    return g()\n",
-      "f");
+      "    x = x + 1\n"
+      "    return g()\n"
+      "def make(v):\n"
+      "    return lambda: v\n";
+  Ref<> f = compiled_function(source, "f");
+  bc::DecodedCode decoded = bc::decode(code_of(f));
+  const std::size_t load = find(decoded.instructions, bc::op::LOAD_DEREF, "x");
   cg::ResumeSpec spec;
-  spec.offset = 0;
+  spec.offset = decoded.instructions[load]->offset;  // `x = x + 1`, with g live
+  spec.locals = {"g"};
   spec.name = "__resume_at_cells";
-  EXPECT_THROW(cg::make_resume_code(code_of(f), spec), PythonError);
+  cg::ResumeCode resume = cg::make_resume_code(code_of(f), spec);
+  auto* code = reinterpret_cast<PyCodeObject*>(resume.code.get());
+  Ref<> cellvars = bytegraph::check(PyCode_GetCellvars(code));
+  Ref<> freevars = bytegraph::check(PyCode_GetFreevars(code));
+  EXPECT_EQ(PyTuple_GET_SIZE(cellvars.get()), 0);
+  ASSERT_EQ(PyTuple_GET_SIZE(freevars.get()), 1);
+  // g reads a cell holding 41; the resume function gets that cell as its closure, writes
+  // x + 1 into it, and g() sees 42.
+  Ref<> make = compiled_function(source, "make");
+  Ref<> value = bytegraph::check(PyLong_FromLong(41));
+  Ref<> g = bytegraph::check(PyObject_CallOneArg(make.get(), value.get()));
+  Ref<> globals = bytegraph::check(PyDict_New());
+  Ref<> function = bytegraph::check(PyFunction_New(resume.code.get(), globals.get()));
+  ASSERT_EQ(PyFunction_SetClosure(function.get(), PyFunction_GET_CLOSURE(g.get())), 0);
+  Ref<> result = bytegraph::check(PyObject_CallOneArg(function.get(), g.get()));
+  EXPECT_EQ(PyLong_AsLong(result.get()), 42);
 }
