@@ -2,6 +2,7 @@
 
 import inspect
 import itertools
+import re
 import traceback
 
 import pytest
@@ -72,7 +73,7 @@ def test_explain_str_is_a_readable_summary():
     assert f'examples.py", line {_line(foo2, "if b.sum() < 0:")}, in foo2' in text
     assert "        if b.sum() < 0:" in text
     assert "Ops per Graph 3:" in text
-    assert "Guard 1: L['" in text
+    assert re.search(r"^  Guard \d+: L\['a'\]: TENSOR_MATCH", text, re.MULTILINE)
     assert "Compile Times:" in text and "foo2: " in text
 
 
