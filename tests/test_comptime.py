@@ -249,6 +249,7 @@ def test_get_local_comptime_var_api():
         checks["proxy"] = x.as_proxy()
         checks["n"] = (repr(n), n.python_type(), n.as_python_constant(), n.is_python_constant(), n.is_proxy())
         checks["pair"] = (pair.is_proxy(), pair.as_proxy(), pair.is_python_constant())
+        checks["kinds"] = [v._i_will_not_complain_if_bc_breaks_SymbolicValue().kind for v in (x, n, pair)]
         with pytest.raises(TypeError, match="not a Python constant"):
             x.as_python_constant()
         with pytest.raises(TypeError, match="not in the graph"):
@@ -269,6 +270,7 @@ def test_get_local_comptime_var_api():
     assert checks["x"] == ("TensorVariable(mul: f32[2, 3])", torch.Tensor, True, torch.Size([2, 3]), False)
     assert isinstance(checks["proxy"], torch.fx.Proxy) and checks["proxy"].node.name == "mul"
     assert checks["n"] == ("ConstantVariable(3)", int, 3, True, False)
+    assert checks["kinds"] == ["tensor", "constant", "tuple"]
     is_proxy, proxies, is_constant = checks["pair"]
     assert is_proxy and not is_constant
     assert isinstance(proxies, tuple) and [p.node.name for p in proxies] == ["mul", "b"]

@@ -49,6 +49,8 @@ py::Ref<> make_python_context(std::shared_ptr<ComptimeContext> context) {
 void bind_symbolic_value(nb::module_& m) {
   nb::class_<SymbolicValue>(m, "SymbolicValue", "A value of the symbolic interpreter, as comptime sees it.")
       .def("__repr__", [](const SymbolicValue& v) { return v.value->repr(); })
+      .def_prop_ro("kind", [](const SymbolicValue& v) { return trace::comptime_value_kind(*v.value); },
+                   "the value's kind: tensor, constant, list, tuple, dict, user_function, module, ...")
       .def("python_type", [](const SymbolicValue& v) -> nb::object {
         PyObject* type = trace::comptime_python_type(*v.value);  // borrowed
         return type ? nb::borrow(type) : nb::none();

@@ -160,6 +160,31 @@ std::vector<std::string> ComptimeContext::guards() const {
   return set.describe();
 }
 
+const char* comptime_value_kind(const Value& value) {
+  const Value* v = &value;
+  if (auto* seq = dynamic_cast<const SequenceValue*>(v)) return seq->is_list() ? "list" : "tuple";
+  // Most specific first; each name matches the class the repr shows.
+  if (dynamic_cast<const ConstantValue*>(v)) return "constant";
+  if (dynamic_cast<const TensorValue*>(v)) return "tensor";
+  if (dynamic_cast<const TensorMethodValue*>(v)) return "tensor_method";
+  if (dynamic_cast<const NullValue*>(v)) return "null";
+  if (dynamic_cast<const DictValue*>(v)) return "dict";
+  if (dynamic_cast<const IteratorValue*>(v)) return "iterator";
+  if (dynamic_cast<const CellValue*>(v)) return "cell";
+  if (dynamic_cast<const UserFunctionValue*>(v)) return "user_function";
+  if (dynamic_cast<const BoundMethodValue*>(v)) return "user_method";
+  if (dynamic_cast<const TorchFunctionValue*>(v)) return "torch_function";
+  if (dynamic_cast<const BuiltinValue*>(v)) return "builtin";
+  if (dynamic_cast<const SuperValue*>(v)) return "super";
+  if (dynamic_cast<const GradModeValue*>(v) || dynamic_cast<const GradModeExitValue*>(v)) return "grad_mode";
+  if (dynamic_cast<const GraphBreakValue*>(v)) return "graph_break";
+  if (dynamic_cast<const ComptimeFunctionValue*>(v)) return "comptime";
+  if (dynamic_cast<const ModuleValue*>(v)) return "module";
+  if (dynamic_cast<const PythonModuleValue*>(v)) return "python_module";
+  if (dynamic_cast<const OpaqueValue*>(v)) return "object";
+  return "other";
+}
+
 PyObject* comptime_python_type(const Value& value) {
   if (value.is_tensor()) return Bridge::get().tensor_type.get();
   return value.python_type();

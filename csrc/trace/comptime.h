@@ -72,6 +72,9 @@ class ComptimeContext {
 };
 
 // How the symbolic value looks to comptime users (ComptimeVar).
+// The value's kind as a stable short name: "tensor", "constant", "list", "tuple", "dict",
+// "user_function", "module", ... ("other" for kinds private to one handler family).
+const char* comptime_value_kind(const Value& value);
 // The runtime type, or null if the tracer does not know it (borrowed).
 PyObject* comptime_python_type(const Value& value);
 // The value as a real Python object if it is fully known at trace time (constants and

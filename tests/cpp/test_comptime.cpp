@@ -39,6 +39,15 @@ TEST(ComptimeConstant, AnyNonConstantItemMakesTheContainerNonConstant) {
   EXPECT_FALSE(comptime_python_constant(*NullValue::get()));
 }
 
+TEST(ComptimeKind, NamesTheValueKind) {
+  EXPECT_STREQ(comptime_value_kind(*constant(PyLong_FromLong(1))), "constant");
+  EXPECT_STREQ(comptime_value_kind(SequenceValue(true, {})), "list");
+  EXPECT_STREQ(comptime_value_kind(SequenceValue(false, {})), "tuple");
+  EXPECT_STREQ(comptime_value_kind(DictValue()), "dict");
+  EXPECT_STREQ(comptime_value_kind(*NullValue::get()), "null");
+  EXPECT_STREQ(comptime_value_kind(CellValue(nullptr, true)), "cell");
+}
+
 TEST(ComptimeConstant, PythonTypeOfConstantsIsTheirType) {
   ValuePtr text = constant(PyUnicode_FromString("x"));
   EXPECT_EQ(comptime_python_type(*text), (PyObject*)&PyUnicode_Type);
