@@ -190,3 +190,23 @@ def test_environment_variable_is_read_at_import():
     assert "[bytegraph:bytecode]" not in err
     assert _run_script(None) == ""
     assert "ignoring BYTEGRAPH_LOGS" in _run_script("nonsense")
+
+
+def test_the_tracer_gets_no_log_callback_while_trace_is_off(monkeypatch):
+    """Logs off cost nothing per instruction: the interpreter is given no callback at all."""
+    from bytegraph._extension import _C
+
+    given = []
+    real_trace = _C.trace.trace
+
+    def spy(*args, **kwargs):
+        given.append(kwargs.get("log"))
+        return real_trace(*args, **kwargs)
+
+    monkeypatch.setattr(_C.trace, "trace", spy)
+    bytegraph.set_logs(graph=True, guards=True)  # other artifacts on: still no trace callback
+    _run(add_relu, torch.ones(2), torch.ones(2))
+    bytegraph.reset()
+    bytegraph.set_logs(trace=True)
+    _run(add_relu, torch.ones(2), torch.ones(2))
+    assert given[0] is None and callable(given[-1])
