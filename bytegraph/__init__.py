@@ -2,6 +2,10 @@
 
 from bytegraph._extension import _C
 from bytegraph import config
+from bytegraph import _logging
+from bytegraph._logging import set_logs
+from bytegraph.comptime import comptime
+from bytegraph.explain import explain
 from bytegraph.api import compile, graph_break, list_backends, optimize, reset
 from bytegraph.eval_frame import disable
 from bytegraph.optimized_module import OptimizedModule
@@ -11,12 +15,17 @@ __all__ = [
     "_C",
     "OptimizedModule",
     "compile",
+    "comptime",
     "config",
     "disable",
+    "explain",
     "graph_break",
     "list_backends",
     "optimize",
     "reset",
     "trace",
+    "set_logs",
 ]
 __version__ = "0.1.0"
+
+_logging.init_from_environment()

@@ -164,6 +164,8 @@ def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names below."""
     if getattr(obj, "_bytegraph_graph_break", False) is True:
         return "graph_break"
+    if getattr(obj, "_bytegraph_comptime", False) is True:
+        return "comptime"
     if obj is torch.no_grad or obj is torch.enable_grad:
         return "grad_mode"
     if obj is torch.Size or obj is torch.device:

@@ -19,7 +19,7 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _frame_split, _resume, backends, config
+from bytegraph import _bridge, _frame_split, _logging, _resume, backends, config
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -67,11 +67,14 @@ _INTERNAL_MODULES = (
     "_extension",
     "_frame",
     "_frame_split",
+    "_logging",
     "_resume",
     "api",
     "backends",
+    "comptime",
     "config",
     "eval_frame",
+    "explain",
     "exc",
     "optimized_module",
     "testing",
@@ -136,7 +139,8 @@ class FrameConverter:
         misses = _report_recompile(code, self.guard_fail_fn)
         args, kwargs = call_arguments(code, frame_info.f_locals)
         try:
-            result = _C.trace.trace(frame_info.function, args, kwargs, allow_graph_break=not self.fullgraph)
+            result = _C.trace.trace(frame_info.function, args, kwargs, allow_graph_break=not self.fullgraph,
+                                    log=_logging.trace_sink())
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
         if result.graph_break is not None:
@@ -169,7 +173,7 @@ class FrameConverter:
         info = result.graph_break
         graph_break_log.info(
             "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
-            "\n".join(f"  {line}" for line in info["user_stack"]),
+            _logging.user_stack_text(info["user_stack"]),
         )
         split = _frame_split.plan_split(code, info)
         if isinstance(split, str):
@@ -215,7 +219,7 @@ class FrameConverter:
             raise graph_break_error(kind, message, user_stack, code) from None
         graph_break_log.info(
             "Graph break in %s (%s): %s\n%s", code.co_qualname, kind, message,
-            "\n".join(f"  {line}" for line in user_stack),
+            _logging.user_stack_text(user_stack),
         )
         # Until frames are split at breaks, a frame that breaks runs as it is (its callees
         # are still offered to the hook, and captured on their own).
@@ -306,7 +310,7 @@ def _report_recompile(code, guard_fail_fn):
 
 def _log_compiled(code, graph_name, gm, guard_lines):
     if graph_log.isEnabledFor(logging.INFO):
-        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, gm.print_readable(print_output=False))
+        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.traced_graph_text(gm))
     if guard_log.isEnabledFor(logging.INFO):
         guard_log.info("GUARDS %s\n%s", code.co_qualname, "\n".join(guard_lines))
 

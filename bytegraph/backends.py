@@ -26,7 +26,7 @@ import typing
 import torch
 import torch.fx
 
-from bytegraph import config
+from bytegraph import _logging, config
 from bytegraph.eval_frame import DisableContext
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
@@ -346,7 +346,7 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
             gm.print_readable(print_output=False),
         )
     try:
-        with _tracing_context(fake_mode):
+        with _tracing_context(fake_mode), _logging.output_code_capture(graph_name, name):
             compiled = compiler_fn(gm, list(example_inputs))
     except Exception as error:
         raise BackendCompilerFailed(name, graph_name, error) from error

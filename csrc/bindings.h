@@ -15,5 +15,6 @@ void bind_guards(nb::module_& m);
 void bind_trace(nb::module_& m);
 void bind_codegen(nb::module_& m);
 void bind_record(nb::module_& m);
+void bind_introspect(nb::module_& m);
 
 }  // namespace bytegraph

@@ -25,4 +25,5 @@ NB_MODULE(_C, m) {
   bytegraph::bind_trace(m);
   bytegraph::bind_codegen(m);
   bytegraph::bind_record(m);
+  bytegraph::bind_introspect(m);
 }

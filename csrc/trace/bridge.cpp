@@ -61,6 +61,7 @@ ObjectKind classify(PyObject* object) {
       {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
+      {"comptime", ObjectKind::Comptime},
   };
   for (const auto& [text, value] : table)
     if (std::strcmp(text, name) == 0) return value;

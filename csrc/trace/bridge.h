@@ -37,7 +37,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, Module, LeafModule, Tuple, List, Dict, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, GradMode, Unknown,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, GradMode, Comptime, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

@@ -70,7 +70,8 @@ std::string frame_location(const FrameState& frame) {
 
 void log_instruction(Tracer& tracer, const FrameState& frame, const bytecode::Instruction& inst) {
   std::string line = std::string("TRACE ") + opcode_name(inst.opcode);
-  if (inst.argval) line += " " + py_repr(inst.argval.get());
+  // Names print bare (`LOAD_FAST self`), other arguments as their repr.
+  if (inst.argval) line += " " + (PyUnicode_Check(inst.argval.get()) ? py_str(inst.argval.get()) : py_repr(inst.argval.get()));
   else if (inst.arg >= 0) line += " " + std::to_string(inst.arg);
   line += " [";
   for (size_t i = 0; i < frame.stack.size(); ++i) line += (i ? ", " : "") + frame.stack[i]->repr();

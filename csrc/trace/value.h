@@ -211,6 +211,7 @@ class CellValue : public Value {
   std::string repr() const override;
   ValuePtr contents;  // null: empty cell
   bool mutable_here;
+  py::Ref<> real;  // the real cell, for cells of real functions' closures (comptime reuses it)
 };
 
 // ---- callables ------------------------------------------------------------------------

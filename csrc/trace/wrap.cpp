@@ -1,6 +1,7 @@
 // Wrapping real values read by the traced code (Dynamo's VariableBuilder): each kind of
 // object becomes its symbolic value, with the source it was read from and the guards the
 // trace relies on.
+#include "trace/comptime.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -88,6 +89,7 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
       PyObject* contents = PyCell_GET(cell);
       SourcePtr cell_source = cells ? guards::attr_source(guards::item_source(cells, check(PyLong_FromSsize_t(i))), "cell_contents") : nullptr;
       value->closure.push_back(std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false));
+      static_cast<CellValue&>(*value->closure.back()).real = py::Ref<>::newref(cell);
     }
   }
   return value;
@@ -160,6 +162,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source);
+    case ObjectKind::Comptime:
+      return std::make_shared<ComptimeFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::GradMode:
       if (is_direct(source)) guards.add(K::Id, source, real);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);

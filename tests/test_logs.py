@@ -1,0 +1,212 @@
+"""Log artifacts: BYTEGRAPH_LOGS at import, bytegraph.set_logs, and what each artifact shows."""
+
+import inspect
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph import _logging
+from bytegraph.examples import foo1
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _logs_off_and_fresh_cache():
+    bytegraph.set_logs()
+    bytegraph.reset()
+    yield
+    bytegraph.set_logs()
+    bytegraph.reset()
+
+
+def add_relu(a, b):
+    return torch.relu(a + b)
+
+
+def _run(fn, *args, backend="eager"):
+    result = bytegraph.compile(fn, backend=backend)(*args)
+    torch.testing.assert_close(result, fn(*args))
+
+
+def _lines(text, prefix):
+    return [line[len(prefix):].lstrip() for line in text.splitlines() if line.startswith(prefix)]
+
+
+def test_parse_spec():
+    assert _logging.parse_spec("+trace,graph") == {"trace": logging.DEBUG, "graph": logging.INFO}
+    assert _logging.parse_spec(" guards , +recompiles ") == {"guards": logging.INFO, "recompiles": logging.DEBUG}
+    # trace is a DEBUG artifact: naming it is enough to turn it on.
+    assert _logging.parse_spec("trace") == {"trace": logging.DEBUG}
+    assert set(_logging.parse_spec("all")) == set(_logging.ARTIFACTS)
+    with pytest.raises(ValueError, match="unknown log artifact 'grpah'"):
+        _logging.parse_spec("grpah")
+
+
+def test_set_logs_rejects_unknown_names():
+    with pytest.raises(ValueError, match="unknown log artifact"):
+        bytegraph.set_logs(graphs=True)
+    with pytest.raises(TypeError, match="takes a bool"):
+        bytegraph.set_logs(graph="yes")
+
+
+def test_trace_lines_show_each_instruction_and_the_symbolic_stack(capsys):
+    bytegraph.set_logs(trace=True)
+    _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
+    trace = _lines(capsys.readouterr().err, "[bytegraph:trace]")
+    assert trace[0] == "TRACE RESUME 0 []"
+    assert "TRACE LOAD_GLOBAL torch []" in trace
+    assert "TRACE LOAD_FAST a [NullVariable, TorchInGraphFunctionVariable(relu)]" in trace
+    assert "TRACE BINARY_OP 0 [NullVariable, TorchInGraphFunctionVariable(relu), " \
+           "TensorVariable(a: f32[2, 3]), TensorVariable(b: f32[2, 3])]" in trace
+    assert trace[-1] == "TRACE RETURN_VALUE [TensorVariable(relu: f32[2, 3])]"
+    # One line per instruction the interpreter ran (no jumps in add_relu: every instruction).
+    import dis
+    assert len(trace) == len([i for i in dis.get_instructions(add_relu) if i.opname != "CACHE"])
+
+
+def test_trace_is_off_by_default_even_under_a_verbose_root_logger():
+    root = logging.getLogger()
+    previous = root.level
+    root.setLevel(logging.DEBUG)
+    try:
+        assert _logging.trace_sink() is None
+    finally:
+        root.setLevel(previous)
+    bytegraph.set_logs(trace=True)
+    assert _logging.trace_sink() is not None
+
+
+def test_graph_artifact_shows_readable_code_and_a_table(capsys):
+    bytegraph.set_logs(graph=True)
+    _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
+    err = capsys.readouterr().err
+    assert "[bytegraph:graph] TRACED GRAPH __compiled_fn_" in err and "(add_relu)" in err
+    assert 'def forward(self, a: "f32[2, 3]", b: "f32[2, 3]")' in err
+    assert "torch.relu(add)" in err
+    header = next(line for line in err.splitlines() if line.startswith("opcode"))
+    assert header.split() == ["opcode", "name", "target", "args", "kwargs"]
+    rows = [line.split()[:3] for line in err.splitlines() if line.startswith(("placeholder", "call_function"))]
+    assert rows == [["placeholder", "a", "a"], ["placeholder", "b", "b"],
+                    ["call_function", "add", "operator.add"], ["call_function", "relu", "torch.relu"]]
+
+
+def test_guards_artifact(capsys):
+    bytegraph.set_logs(guards=True)
+    _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
+    err = capsys.readouterr().err
+    assert "[bytegraph:guards] GUARDS add_relu" in err
+    assert "L['a']: TENSOR_MATCH" in err and "size=[2, 3]" in err
+
+
+def test_recompiles_artifact_names_the_failed_guard(capsys):
+    bytegraph.set_logs(recompiles=True)
+    compiled = bytegraph.compile(add_relu, backend="eager")
+    compiled(torch.ones(2, 3), torch.ones(2, 3))
+    assert "Recompiling" not in capsys.readouterr().err
+    compiled(torch.ones(4, 3), torch.ones(4, 3))
+    err = capsys.readouterr().err
+    assert "[bytegraph:recompiles] Recompiling function add_relu" in err
+    assert "L['a']" in err
+
+
+def test_graph_breaks_artifact_gives_reason_and_user_stack(capsys):
+    bytegraph.set_logs(graph_breaks=True)
+    a, b = torch.ones(3), -torch.ones(3)
+    _run(foo1, a, b)
+    err = capsys.readouterr().err
+    line = inspect.getsourcelines(foo1)[1] + 2  # `if b.sum() < 0:`
+    assert "[bytegraph:graph_breaks] Graph break in foo1 (data_dependent_branch)" in err
+    assert f"examples.py:{line} in foo1\n    if b.sum() < 0:" in err
+
+
+def test_bytecode_artifact_shows_original_and_modified_code_with_resume_functions(capsys):
+    bytegraph.set_logs(bytecode=True)
+    _run(foo1, torch.ones(3), -torch.ones(3))
+    err = capsys.readouterr().err
+    assert "[bytegraph:bytecode] ORIGINAL BYTECODE foo1" in err
+    assert "[bytegraph:bytecode] MODIFIED BYTECODE foo1" in err
+    assert "__resume_at_" in err
+
+
+def test_output_code_artifact_shows_inductor_generated_code(capsys):
+    bytegraph.set_logs(output_code=True)
+    _run(add_relu, torch.ones(2, 3), torch.ones(2, 3), backend="inductor")
+    err = capsys.readouterr().err
+    assert "[bytegraph:output_code] OUTPUT CODE __compiled_fn_" in err and "(backend inductor)" in err
+    assert "def call(" in err  # the inductor wrapper module's entry point
+    assert "kernel" in err
+
+
+def test_output_code_is_silent_for_backends_without_code(capsys):
+    bytegraph.set_logs(output_code=True)
+    _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
+    assert "OUTPUT CODE" not in capsys.readouterr().err
+
+
+def test_everything_off_prints_nothing(capsys):
+    _run(foo1, torch.ones(3), -torch.ones(3))
+    assert capsys.readouterr().err == ""
+    assert _logging._handler not in logging.getLogger("bytegraph").handlers
+
+
+def test_set_logs_turns_off_what_it_does_not_name(capsys):
+    bytegraph.set_logs(graph=True, guards=True)
+    bytegraph.set_logs(guards=True)
+    _run(add_relu, torch.ones(2), torch.ones(2))
+    err = capsys.readouterr().err
+    assert "GUARDS add_relu" in err and "TRACED GRAPH" not in err
+
+
+_SCRIPT = textwrap.dedent("""
+    import torch, bytegraph
+    def f(a, b):
+        return a * b
+    bytegraph.compile(f, backend="eager")(torch.ones(2), torch.ones(2))
+""")
+
+
+def _run_script(env_value):
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop(_logging.ENV_VAR, None)
+    if env_value is not None:
+        env[_logging.ENV_VAR] = env_value
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_environment_variable_is_read_at_import():
+    err = _run_script("+trace,graph,guards")
+    assert "[bytegraph:trace] TRACE LOAD_FAST a []" in err
+    assert "[bytegraph:graph] TRACED GRAPH" in err
+    assert "[bytegraph:guards] GUARDS f" in err
+    assert "[bytegraph:bytecode]" not in err
+    assert _run_script(None) == ""
+    assert "ignoring BYTEGRAPH_LOGS" in _run_script("nonsense")
+
+
+def test_the_tracer_gets_no_log_callback_while_trace_is_off(monkeypatch):
+    """Logs off cost nothing per instruction: the interpreter is given no callback at all."""
+    from bytegraph._extension import _C
+
+    given = []
+    real_trace = _C.trace.trace
+
+    def spy(*args, **kwargs):
+        given.append(kwargs.get("log"))
+        return real_trace(*args, **kwargs)
+
+    monkeypatch.setattr(_C.trace, "trace", spy)
+    bytegraph.set_logs(graph=True, guards=True)  # other artifacts on: still no trace callback
+    _run(add_relu, torch.ones(2), torch.ones(2))
+    bytegraph.reset()
+    bytegraph.set_logs(trace=True)
+    _run(add_relu, torch.ones(2), torch.ones(2))
+    assert given[0] is None and callable(given[-1])
