@@ -28,4 +28,6 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
+from bytegraph import testing  # noqa: E402  (bytegraph.testing.CompileCounter is public API)
+
 _logging.init_from_environment()

@@ -43,8 +43,21 @@ def plan_split(code, info):
         slots = kinds[:len(stack) - pops] + ["value"] * pushes
         live = set(_C.codegen.live_locals(code, offset))
         names = [name for name in locals_plan if name in live]
+        names = _keep_instance_first(code, names, locals_plan)
         resumes.append((_resume.resume_code_for(code, offset, slots, names), slots, names))
     return Split(stack, locals_plan, resumes, dict(info["cells_plan"]), restore_grad_mode)
+
+
+def _keep_instance_first(code, names, locals_plan):
+    """Zero-argument super() reads the instance from the frame's first slot and the class from
+    the `__class__` cell: a resume function of such code takes the original's first argument
+    first, whether or not liveness sees it used."""
+    if "__class__" not in code.co_freevars or code.co_argcount == 0:
+        return names
+    first = code.co_varnames[0]
+    if first not in locals_plan:
+        return names
+    return [first] + [name for name in names if name != first]
 
 
 _UNSPLITTABLE_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator

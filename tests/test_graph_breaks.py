@@ -205,7 +205,8 @@ def test_a_resume_function_rebuilds_nulls_and_iterators_from_arguments():
     resume, _ = _C.codegen.make_resume_code(code, body.offset, ["iter", "value"], ["total"], "__resume_at_t")
     fn = type(f)(resume, f.__globals__)
     # Resumed with x = "a" about to be stored and two items left: 3 iterations in all.
-    assert fn(("b", "c"), "a", 10) == 13
+    # Arguments: the live locals (total), then the stack (the iterator's items, the value).
+    assert fn(10, ("b", "c"), "a") == 13
 
 
 def test_liveness_drops_dead_locals():
@@ -740,3 +741,58 @@ def test_bytecode_logs(caplog):
     assert "ORIGINAL BYTECODE" in text and "MODIFIED BYTECODE" in text
     assert "RESUME FUNCTION __resume_at_" in text
     assert "JUMP_FORWARD" in text
+
+
+class _ScaleBase:
+    def scale(self):
+        return 2.0
+
+
+class _SuperChild(_ScaleBase):
+    def f(self, x):
+        y = x + 1
+        if y.sum() > 0:
+            y = y * 3
+        return y * super().scale()
+
+
+def test_zero_argument_super_works_in_resume_functions():
+    child = _SuperChild()
+    counter = CompileCounter()
+    compiled = bytegraph.compile(child.f, backend=counter)
+    for x in (torch.ones(3), -torch.ones(3) * 5):
+        assert torch.equal(compiled(x), child.f(x))
+    assert counter.frame_count >= 2  # the graph before the break and a resumed graph
+
+
+def _make_self_referential():
+    def forward_with_checkpointing(x):
+        if forward_with_checkpointing is None:  # reads its own cell, as transformers' layers do
+            return x
+        return x * 2
+
+    return forward_with_checkpointing
+
+
+_SELF_REFERENTIAL = _make_self_referential()
+
+
+def test_a_closure_holding_its_own_function_is_captured_without_recursion():
+    def f(x):
+        return _SELF_REFERENTIAL(x) + 1
+
+    counter = CompileCounter()
+    out = bytegraph.compile(f, backend=counter)(torch.ones(2))
+    assert torch.equal(out, f(torch.ones(2)))
+    assert counter.frame_count == 1
+
+
+def test_a_list_containing_itself_does_not_crash_the_tracer():
+    cyclic = []
+    cyclic.append(cyclic)
+
+    def f(x, items):
+        return x + len(items)
+
+    out = bytegraph.compile(f, backend="eager")(torch.ones(2), cyclic)
+    assert torch.equal(out, torch.full((2,), 2.0))

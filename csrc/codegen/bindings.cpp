@@ -252,7 +252,7 @@ void bind_codegen(nb::module_& m) {
       nb::arg("kw_names").none(), nb::arg("offset"), nb::arg("resumes"), nb::arg("sources").none() = nb::none(),
       nb::arg("restore_grad_mode").none() = nb::none(), nb::arg("cells").none() = nb::none(),
       "Code that calls compiled_fn(*inputs), rebuilds the stack and locals from their plans, runs the "
-      "instruction at `offset` and returns resume(*stack, *locals) for each path's "
+      "instruction at `offset` and returns resume(*locals, *stack) for each path's "
       "(resume_code, stack slot kinds, locals) in `resumes`. restore_grad_mode=(set_grad_enabled, mode): the "
       "break is inside grad-mode blocks; the mode outside them is restored before each resume call "
       "(which enters the blocks again) and when the breaking instruction raises. cells: {name: plan} "

@@ -55,7 +55,7 @@ void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* co
   for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
 }
 
-// resume(*stack, *locals) with a function made here, so it gets this frame's globals and,
+// resume(*locals, *stack) with a function made here, so it gets this frame's globals and,
 // through LOAD_CLOSURE, this frame's cells: its free variables are this frame's free
 // variables and cell variables, by name.
 void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
@@ -72,13 +72,13 @@ void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
   builder.load_const(resume.code.get());
   builder.emit(op::MAKE_FUNCTION, nfree > 0 ? kMakeFunctionClosure : 0);
   int nargs = 0;
+  for (const std::string& name : resume.locals) {
+    builder.load_fast(name);
+    ++nargs;
+  }
   for (std::size_t i = 0; i < depth; ++i) {
     if (resume.stack_nulls[i]) continue;
     builder.load_fast(temporary_name(i));
-    ++nargs;
-  }
-  for (const std::string& name : resume.locals) {
-    builder.load_fast(name);
     ++nargs;
   }
   builder.call(nargs);

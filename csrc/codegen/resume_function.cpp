@@ -43,13 +43,14 @@ py::Ref<> tuple_of_names(const std::vector<std::string>& names) {
   return tuple;
 }
 
-// Arguments first (stack values, then live locals), then the original's other locals.
+// Arguments first (live locals, then stack values), then the original's other locals. Locals
+// come first so that the original's first argument can stay in slot 0, where zero-argument
+// super() looks for the instance.
 std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpec& spec,
                                          const std::vector<std::string>& cell_names, int& argcount) {
-  std::vector<std::string> names;
+  std::vector<std::string> names(spec.locals.begin(), spec.locals.end());
   for (std::size_t i = 0; i < spec.stack.size(); ++i)
     if (spec.stack[i] != StackSlot::Null && spec.stack[i] != StackSlot::Context) names.push_back(stack_argument_name(i));
-  names.insert(names.end(), spec.locals.begin(), spec.locals.end());
   argcount = static_cast<int>(names.size());
   py::Ref<> varnames = check(PyCode_GetVarnames(original));
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(varnames.get()); ++i) {

@@ -173,6 +173,11 @@ BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::ve
     std::vector<std::string> live = bytecode::live_locals_at(frame.code->instructions, frame.pc);
     std::unordered_set<std::string> live_set(live.begin(), live.end());
     const auto& names = frame.code->localsplus_names;
+    // Zero-argument super() reads the first argument (and the __class__ cell) without naming
+    // it: code that has __class__ keeps its first argument live.
+    const size_t nfree = std::min(names.size(), static_cast<size_t>(frame.code->nfree));
+    if (frame.code->argcount > 0 && std::find(names.end() - nfree, names.end(), "__class__") != names.end())
+      live_set.insert(names[0]);
     // Cell and free variables are not passed on: the resume function gets the cells themselves
     // in its closure. What the trace stored in this frame's cells is written back.
     const size_t fast_locals = std::min(names.size(), static_cast<size_t>(frame.code->nvarnames));

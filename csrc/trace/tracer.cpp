@@ -35,6 +35,14 @@ void FrameState::jump_to(const bytecode::Instruction* target) {
 
 // ---- Tracer -----------------------------------------------------------------------------
 
+Tracer::~Tracer() {
+  for (const auto& function : wrapped_functions_) {
+    function->closure.clear();
+    function->defaults.clear();
+    function->kwdefaults.clear();
+  }
+}
+
 Tracer::Tracer(py::Ref<> function)
     : bridge(Bridge::get()), graph(py::Ref<>::newref(Bridge::get().node_ref_class.get())),
       function_(std::move(function)) {

@@ -77,6 +77,9 @@ struct BreakInfo {
 class Tracer {
  public:
   explicit Tracer(py::Ref<> function);
+  ~Tracer();
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
 
   const Bridge& bridge;
   graph::Graph graph;
@@ -139,6 +142,14 @@ class Tracer {
   std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;
   std::unordered_map<std::string, std::string> source_lines_;  // "file:line" -> text
   int inline_depth_ = 0;
+  // Values reachable from themselves (a closure holding its own function, a list containing
+  // itself) would make eager wrapping recurse without end: wrapping is bounded instead.
+  int wrap_depth_ = 0;
+  // Functions being wrapped right now: a closure that holds its own function gets the same
+  // value back. Every wrapped function is remembered so that the reference cycles this makes
+  // (function -> cell -> function) are broken when the trace ends.
+  std::unordered_map<PyObject*, std::shared_ptr<UserFunctionValue>> functions_in_progress_;
+  std::vector<std::shared_ptr<UserFunctionValue>> wrapped_functions_;
 };
 
 // Builds Python arguments for a recorded op from symbolic ones.

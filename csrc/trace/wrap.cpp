@@ -60,12 +60,20 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
 }
 
 std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, const SourcePtr& source) {
+  if (auto found = functions_in_progress_.find(real); found != functions_in_progress_.end()) return found->second;
   auto* function = reinterpret_cast<PyFunctionObject*>(real);
   py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
   auto value = std::make_shared<UserFunctionValue>(py::Ref<>::newref(function->func_code),
                                                    py::Ref<>::newref(function->func_globals),
                                                    PyUnicode_AsUTF8(name.get()), source);
   value->function = py::Ref<>::newref(real);
+  wrapped_functions_.push_back(value);
+  functions_in_progress_.emplace(real, value);
+  struct Done {
+    std::unordered_map<PyObject*, std::shared_ptr<UserFunctionValue>>& in_progress;
+    PyObject* key;
+    ~Done() { in_progress.erase(key); }
+  } done{functions_in_progress_, real};
   // The identity guard pins defaults and closure cells' identity, but not the cells'
   // contents: those get their own guards through their sources.
   if (function->func_defaults) {
@@ -96,6 +104,16 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
 }
 
 ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
+  constexpr int kMaxWrapDepth = 48;
+  if (wrap_depth_ >= kMaxWrapDepth) {
+    unsupported("cyclic_value", "a value nested " + std::to_string(kMaxWrapDepth) +
+                                    " levels deep (or reachable from itself, e.g. a function whose closure holds it)");
+  }
+  struct DepthScope {
+    int& depth;
+    explicit DepthScope(int& d) : depth(d) { ++depth; }
+    ~DepthScope() { --depth; }
+  } depth_scope{wrap_depth_};
   using K = GuardLog::Kind;
   ObjectKind kind = classify(real);
   switch (kind) {

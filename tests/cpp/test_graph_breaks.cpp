@@ -156,7 +156,8 @@ TEST(ResumeFunction, RebuildsNullsOnTheStack) {
   Ref<> builtins = bytegraph::check(PyImport_ImportModule("builtins"));
   Ref<> builtins_len = bytegraph::check(PyObject_GetAttrString(builtins.get(), "len"));
   Ref<> items = bytegraph::check(Py_BuildValue("[iii]", 1, 2, 3));
-  Ref<> result = bytegraph::check(PyObject_CallFunctionObjArgs(function.get(), builtins_len.get(), items.get(), nullptr));
+  // Resume functions take the live locals first, then the stack values.
+  Ref<> result = bytegraph::check(PyObject_CallFunctionObjArgs(function.get(), items.get(), builtins_len.get(), nullptr));
   EXPECT_EQ(PyLong_AsLong(result.get()), 3);
 }
 
