@@ -291,9 +291,19 @@ def crash_section(results):
         name = (row.get("model") or {}).get("name", "cache-hit")
         if row.get("system"):
             name += f" (inductor, {row['system']})"
-        tail = _clip(" ".join(row["crash"]["stderr_tail"].strip().splitlines()[-3:]), 200)
+        tail = _clip(_crash_lines(row["crash"]["stderr_tail"]), 260)
         lines.append(f"| {name} | {row['crash']['how']} | {row['crash']['stage']} | {tail} |")
     return lines + [""]
+
+
+def _crash_lines(stderr):
+    """The fatal error and the innermost frames faulthandler printed, else stderr's last lines."""
+    lines = [line.strip() for line in stderr.strip().splitlines()]
+    for i, line in enumerate(lines):
+        if line.startswith("Fatal Python error"):
+            frames = [entry for entry in lines[i + 1:] if entry.startswith("File ")][:2]
+            return " / ".join([line] + frames)
+    return " ".join(lines[-3:])
 
 
 def markdown(results):

@@ -57,8 +57,9 @@ def run_worker(job_args, *, timeout, env_extra=None, log=print):
                       and key[: -len("_started")] not in results]
         how = f"timed out after {timeout} s" if rc == "timeout" else (
             f"crashed ({_signal_name(rc)})" if isinstance(rc, int) and rc < 0 else f"exited with {rc}")
-        results["crash"] = {"how": how, "stage": unfinished[0] if unfinished else None,
-                            "stderr_tail": stderr[-1500:]}
+        fatal = stderr.find("Fatal Python error")  # faulthandler's report of a crash
+        excerpt = stderr[fatal:fatal + 3000] if fatal >= 0 else stderr[-1500:]
+        results["crash"] = {"how": how, "stage": unfinished[0] if unfinished else None, "stderr_tail": excerpt}
         log(f"    {' '.join(job_args)}: {how} in stage {results['crash']['stage']}")
     return results
 
