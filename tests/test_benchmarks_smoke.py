@@ -137,3 +137,4 @@ def test_transformers_and_inductor_jobs_finish_or_record_failures():
     assert row["torch_capture"]["graphs"] >= 1
     row = run.run_worker(["inductor", "Net", "bytegraph"], timeout=300, log=lambda *_: None)
     assert row["inductor"]["matches_eager"]
+    assert set(row["inductor"]["steady"]) == {"eager_s", "torch_s", "bytegraph_s"}
