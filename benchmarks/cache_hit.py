@@ -8,7 +8,7 @@ of an empty Python function with the same arguments (the least any call can cost
 
 import torch
 
-from benchmarks.timing import per_call_seconds
+from benchmarks.timing import median, per_call_seconds
 
 
 def one_tensor(a):
@@ -56,7 +56,7 @@ def measure(*, calls=2000, batches=7):
         for _ in range(batches):
             for name, variant in (("eager", fn), ("empty", empty), ("bytegraph", ours), ("torch", theirs)):
                 timed.setdefault(name, []).append(per_call_seconds(variant, args, calls=calls, batches=1))
-        medians = {name: sorted(values)[len(values) // 2] for name, values in timed.items()}
+        medians = {name: median(values) for name, values in timed.items()}
         rows.append({
             "tensors": arity,
             "eager_s": medians["eager"],

@@ -414,7 +414,7 @@ def chart(results, path):
         ax.plot([x for x in xs], [r["empty_call_s"] * 1e6 for r in rows], "k_", markersize=30,
                 label="empty Python call")
         ax.axhline(GOAL_CACHE_HIT_US, color="red", linestyle="--", linewidth=1, label="goal (2 tensors)")
-        ax.set_xticks(list(xs), [f"{r['tensors']} tensors" for r in rows])
+        ax.set_xticks(list(xs), [f"{r['tensors']} tensor{'s' if r['tensors'] > 1 else ''}" for r in rows])
         ax.legend()
     ax.set_title("Cache-hit overhead per call (us, lower is better)")
 

@@ -22,7 +22,7 @@ from benchmarks import models, report, timing
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_INDUCTOR_MODELS = ["Net", "MLP", "CNN"]
+DEFAULT_INDUCTOR_MODELS = ["Net", "MLP", "CNN", "TransformerEncoder"]
 DEFAULT_PROFILE_MODELS = ["MLP", "CNN"]
 
 

@@ -13,13 +13,6 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
-def time_call(fn, *args, **kwargs):
-    """Seconds one call of fn takes, and its result."""
-    start = clock()
-    result = fn(*args, **kwargs)
-    return clock() - start, result
-
-
 def per_call_seconds(fn, args, *, calls, batches):
     """Median over `batches` of the mean time per call in a loop of `calls` calls of fn(*args)."""
     results = []
