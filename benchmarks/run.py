@@ -3,6 +3,7 @@
     python -m benchmarks.run                     # everything (make bench)
     python -m benchmarks.run --smoke             # tiny repetition counts, no inductor
     python -m benchmarks.run --models Net MLP --no-inductor --out /tmp/bench
+    python -m benchmarks.run --from-json benchmarks/results/latest.json   # re-render only
 
 Each job runs in its own process (benchmarks.worker): a crash of bytegraph's core on one
 model is recorded in the table instead of ending the run, and each inductor measurement
@@ -81,6 +82,8 @@ def parse_args(argv):
                         help="tiny repetition counts and no inductor: checks that everything runs")
     parser.add_argument("--timeout", type=int, default=900, help="seconds allowed to one job")
     parser.add_argument("--out", default=RESULTS_DIR, help="where latest.md/json/png go")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="measure nothing: render the report of a saved latest.json again")
     args = parser.parse_args(argv)
     if args.smoke:
         args.repeats = min(args.repeats, 1)
@@ -96,6 +99,12 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+        for path in report.write(results, args.out):
+            print(f"wrote {path}")
+        return 0
     selected = models.select(include_transformers=not args.no_transformers, names=args.models)
     names = {m.name for m in selected}
     results = {

@@ -122,6 +122,9 @@ def test_run_writes_table_and_chart(tmp_path):
     for heading in ("Tracing time", "Cache-hit overhead", "fake-tensor floor", "Inductor", "Capture"):
         assert heading in text
     assert "| Net | 1 | 2 | 0 | 0 | 1 | 2 | 0 |" in text
+    again = tmp_path / "again"
+    assert run.main(["--from-json", str(tmp_path / "latest.json"), "--out", str(again)]) == 0
+    assert (again / "latest.md").read_text() == text
     try:
         import matplotlib  # noqa: F401
     except ImportError:
