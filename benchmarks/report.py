@@ -63,7 +63,7 @@ def bytegraph_note(row):
 
 
 def _clip(text, limit):
-    text = re.sub(r"/[^\s:()]*/([^/\s:()]+\.py)", r"\1", str(text))  # paths to file names
+    text = re.sub(r"(?<!\w)/(?:[^\s:()/]+/)+([^\s:()/]+\.py)", r"\1", str(text))  # absolute paths to file names
     text = " ".join(text.split()).replace("|", "/")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
