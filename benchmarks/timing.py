@@ -37,7 +37,7 @@ def cpu_model():
 
 def load_average():
     try:
-        return tuple(round(x, 2) for x in os.getloadavg())
+        return [round(x, 2) for x in os.getloadavg()]  # a list, as it reads back from JSON
     except OSError:
         return None
 
