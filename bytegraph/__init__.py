@@ -5,6 +5,7 @@ from bytegraph import config
 from bytegraph.api import compile, graph_break, list_backends, optimize, reset
 from bytegraph.eval_frame import disable
 from bytegraph.optimized_module import OptimizedModule
+from bytegraph.tracing import trace
 
 __all__ = [
     "_C",
@@ -16,5 +17,6 @@ __all__ = [
     "list_backends",
     "optimize",
     "reset",
+    "trace",
 ]
 __version__ = "0.1.0"

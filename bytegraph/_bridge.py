@@ -164,6 +164,10 @@ def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names below."""
     if getattr(obj, "_bytegraph_graph_break", False) is True:
         return "graph_break"
+    if obj is torch.no_grad or obj is torch.enable_grad:
+        return "grad_mode"
+    if obj is torch.Size or obj is torch.device:
+        return "pure_function"  # constructors of constants: folded on constant arguments
     if isinstance(obj, torch.Tensor):
         return "tensor"
     if isinstance(obj, _CONSTANT_TYPES):
@@ -197,6 +201,12 @@ def classify(obj) -> str:
         if obj.__module__ == "builtins":
             return "builtin"
         return "class"
+    if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        # torch.Tensor.add used as a function: a graph operation like torch.add.
+        owner = getattr(obj, "__objclass__", None)
+        if isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object:
+            return "torch_function"
+        return "unknown"
     if callable(obj) and _is_torch_callable(obj):
         return "torch_function"
     return "unknown"
@@ -342,3 +352,108 @@ def rebuild_output(tree, graph_outputs, resolve_source=None):
     if isinstance(tree, dict):
         return {key: rebuild_output(item, graph_outputs, resolve_source) for key, item in tree.items()}
     raise TypeError(f"not an output description: {tree!r}")
+
+
+# Leaves of the plans that describe the state at a graph break (csrc/trace/break_state.h).
+class Null:
+    """The NULL of the call protocol, on the value stack."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "Null()"
+
+    def __eq__(self, other):
+        return isinstance(other, Null)
+
+
+class Iterator:
+    """A loop's iterator, rebuilt as an iterator over its remaining items (plans)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __repr__(self):
+        return f"Iterator({self.items!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Iterator) and other.items == self.items
+
+
+class Attr:
+    """Attribute `name` of the value `owner` (a plan) describes, read again."""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    def __repr__(self):
+        return f"Attr({self.owner!r}, {self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Attr) and (other.owner, other.name) == (self.owner, self.name)
+
+
+class GradModeExit:
+    """The exit of a grad-mode `with` block open at the break; restores `previous`."""
+
+    __slots__ = ("previous",)
+
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __repr__(self):
+        return f"GradModeExit({self.previous!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, GradModeExit) and other.previous == self.previous
+
+
+class EnterContext:
+    """`cls()` entered as by a `with` statement: generated code pushes its __exit__."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __repr__(self):
+        return f"EnterContext({self.cls.__name__})"
+
+    def __eq__(self, other):
+        return isinstance(other, EnterContext) and other.cls is self.cls
+
+
+class BoundMethod:
+    """A user method bound at run time: types.MethodType(function, self), both plans."""
+
+    __slots__ = ("function", "self")
+
+    def __init__(self, function, self_):
+        self.function, self.self = function, self_
+
+    def __repr__(self):
+        return f"BoundMethod({self.function!r}, {self.self!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, BoundMethod) and (other.function, other.self) == (self.function, self.self)
+
+
+class MakeFunction:
+    """A function made in the frame, made again: `code` with the frame's globals, its closure
+    read from the frame's cell/free variables `closure` (names), and plans for its defaults."""
+
+    __slots__ = ("code", "closure", "defaults", "kwdefaults")
+
+    def __init__(self, code, closure, defaults=None, kwdefaults=None):
+        self.code, self.closure, self.defaults, self.kwdefaults = code, tuple(closure), defaults, kwdefaults
+
+    def __repr__(self):
+        return f"MakeFunction({self.code.co_name}, closure={self.closure!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, MakeFunction) and (other.code, other.closure, other.defaults, other.kwdefaults) == (
+            self.code, self.closure, self.defaults, self.kwdefaults)

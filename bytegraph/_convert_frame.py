@@ -19,7 +19,7 @@ import sysconfig
 
 import torch
 
-from bytegraph import backends, config
+from bytegraph import _bridge, _frame_split, _resume, backends, config
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -29,6 +29,7 @@ graph_break_log = logging.getLogger("bytegraph.graph_breaks")
 recompile_log = logging.getLogger("bytegraph.recompiles")
 graph_log = logging.getLogger("bytegraph.graph")
 guard_log = logging.getLogger("bytegraph.guards")
+bytecode_log = logging.getLogger("bytegraph.bytecode")
 
 _graph_ids = itertools.count()
 
@@ -65,6 +66,8 @@ _INTERNAL_MODULES = (
     "_convert_frame",
     "_extension",
     "_frame",
+    "_frame_split",
+    "_resume",
     "api",
     "backends",
     "config",
@@ -133,9 +136,11 @@ class FrameConverter:
         misses = _report_recompile(code, self.guard_fail_fn)
         args, kwargs = call_arguments(code, frame_info.f_locals)
         try:
-            result = _C.trace.trace(frame_info.function, args, kwargs)
+            result = _C.trace.trace(frame_info.function, args, kwargs, allow_graph_break=not self.fullgraph)
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
+        if result.graph_break is not None:
+            return self._split_frame(code, result)
         self.compile_count += 1
         graph_name = f"__compiled_fn_{next(_graph_ids)}"
         gm = result.graph_module
@@ -146,14 +151,48 @@ class FrameConverter:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             _never_offer_again(code)
             return None
+        output = result.output if compiled is not None else _outputs_as_inputs(gm, result)
         new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
-                                                  compiled, result.output, result.sources)
+                                                  compiled, output, result.sources)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         _log_compiled(code, graph_name, gm, guard_lines)
+        _log_bytecode(code, new_code, "captured whole")
         if self.guard_export_fn is not None:
             self.guard_export_fn(guard_lines)
         return new_code, result.build_guards(), (compiled, gm, graph_name)
+
+    def _split_frame(self, code, result):
+        """Compile the graph before the break, run the breaking instruction, and continue in
+        resume functions (captured in turn when they run). Frames that cannot be split
+        exactly run eagerly."""
+        info = result.graph_break
+        graph_break_log.info(
+            "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
+            "\n".join(f"  {line}" for line in info["user_stack"]),
+        )
+        split = _frame_split.plan_split(code, info)
+        if isinstance(split, str):
+            graph_break_log.info("%s runs eagerly: %s", code.co_qualname, split)
+            _never_offer_again(code)
+            return None
+        gm = result.graph_module
+        compiled, graph_name = None, None
+        if _count_calls(gm) > 0:
+            self.compile_count += 1
+            graph_name = f"__compiled_fn_{next(_graph_ids)}"
+            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+        new_code = _C.codegen.generate_break_call(
+            code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
+            info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode, split.cells)
+        _frame_module().mark_own_code(new_code)
+        guard_lines = list(result.guards)
+        if graph_name is not None:
+            _log_compiled(code, graph_name, gm, guard_lines)
+        _log_bytecode(code, new_code, f"graph break in {code.co_qualname}")
+        if self.guard_export_fn is not None:
+            self.guard_export_fn(guard_lines)
+        return new_code, result.build_guards(), (compiled, gm, graph_name, [r[0] for r in split.resumes])
 
     def _within_cache_limit(self, code):
         entries = len(_frame_module().cache_entries(code))
@@ -194,6 +233,14 @@ def _frame_module():
     return frame_hook()
 
 
+def _log_bytecode(code, new_code, label):
+    if bytecode_log.isEnabledFor(logging.INFO):
+        from bytegraph.bytecode import dis
+
+        bytecode_log.info("ORIGINAL BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(code))
+        bytecode_log.info("MODIFIED BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(new_code))
+
+
 def _capturable(code):
     path = os.path.realpath(code.co_filename)
     if path.startswith(_STDLIB_DIRS) and "site-packages" not in path:
@@ -217,6 +264,26 @@ def call_arguments(code, f_locals):
     if code.co_flags & _VARKEYWORDS:
         kwargs.update(f_locals[names[slot]])
     return tuple(args), kwargs
+
+
+def _outputs_as_inputs(gm, result):
+    """A graph without operations only passes inputs through (a resume function that
+    returns its argument): its outputs are re-read from the inputs' sources instead."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
+    sources = {node: result.sources[name] for node, name in zip(placeholders, result.inputs)}
+
+    def rewrite(tree):
+        if isinstance(tree, _bridge.GraphOutput):
+            node = outputs[tree.index]
+            return sources[node] if node in sources else tree
+        if isinstance(tree, (tuple, list)):
+            return type(tree)(rewrite(item) for item in tree)
+        if isinstance(tree, dict):
+            return {key: rewrite(item) for key, item in tree.items()}
+        return tree
+
+    return rewrite(result.output)
 
 
 def _count_calls(gm):
@@ -272,4 +339,4 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
 
 def reset():
     """Forget compile-time state kept by this layer (resume-function caches, counters)."""
-    # Nothing is kept yet; the tracer's caches are cleared from here.
+    _resume.reset()

@@ -14,5 +14,6 @@ void bind_frame(nb::module_& m);
 void bind_guards(nb::module_& m);
 void bind_trace(nb::module_& m);
 void bind_codegen(nb::module_& m);
+void bind_record(nb::module_& m);
 
 }  // namespace bytegraph

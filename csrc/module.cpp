@@ -24,4 +24,5 @@ NB_MODULE(_C, m) {
   bytegraph::bind_guards(m);
   bytegraph::bind_trace(m);
   bytegraph::bind_codegen(m);
+  bytegraph::bind_record(m);
 }

@@ -278,7 +278,7 @@ def test_input_gradients_match_eager_under_aot_eager():
 # ---- frames that cannot be captured run as they are -------------------------------------
 
 
-def test_a_tensor_branch_runs_eagerly_and_correctly():
+def test_a_tensor_branch_gives_eager_results_on_both_sides():
     def foo1(a, b):
         x = a + b
         if b.sum() < 0:
@@ -306,3 +306,20 @@ def test_fullgraph_break_is_an_error_with_the_users_line():
     assert __file__ in message and "if b.sum() < 0:" in message
     assert "Hint:" in message
     assert info.value.lineno == foo1.__code__.co_firstlineno + 2
+
+
+def test_grad_mode_is_guarded():
+    def f(x, w):
+        return (x * w).sum()
+
+    counter = CompileCounter()
+    reasons = []
+    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(f)
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    assert compiled(x, w).requires_grad
+    with torch.no_grad():
+        out = compiled(x, w)
+    assert not out.requires_grad and torch.equal(out, f(x, w).detach())
+    assert compiled(x, w).requires_grad
+    assert counter.frame_count == 2
+    assert len(reasons) == 1 and "grad mode" in reasons[0]

@@ -80,3 +80,14 @@ def test_graph_reruns_on_new_inputs_of_the_same_shape():
     result = trace(f, torch.randn(2, 3), torch.randn(3, 4))
     a, b = torch.randn(2, 3), torch.randn(3, 4)
     torch.testing.assert_close(result.graph_module(a, b)[0], f(a, b))
+
+
+def test_inputs_nothing_uses_are_dropped_with_their_guards():
+    def f(xs, unused, y):
+        return xs[1] * y + len(xs)
+
+    result = check(f, [torch.ones(2), torch.arange(2.0), torch.zeros(2)], torch.ones(5), torch.ones(2))
+    assert result.inputs == ["L['xs'][1]", "L['y']"]
+    assert [n.name for n in nodes(result, "placeholder")] == ["xs_1", "y"]
+    assert not any(line.startswith("L['unused']") or line.startswith("L['xs'][0]") for line in result.guards)
+    assert any(line.startswith("L['xs']") and "LENGTH" in line.upper() for line in result.guards)

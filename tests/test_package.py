@@ -11,9 +11,3 @@ def test_extension_loads_and_reports_the_running_interpreter():
 def test_core_exceptions_are_python_exceptions():
     assert issubclass(bytegraph._C.Unsupported, RuntimeError)
     assert issubclass(bytegraph._C.InternalError, SystemError)
-
-
-def test_command_line_demo_runs():
-    result = subprocess.run([sys.executable, "-m", "bytegraph", "demo"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert "bytegraph" in result.stdout

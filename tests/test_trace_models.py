@@ -162,3 +162,24 @@ def test_nested_user_modules_in_sequential_and_moduledict_comprehension():
     result = check(MultiHead(), torch.randn(2, 4))
     assert targets(result, "call_module")[:2] == ["self_blocks_0_lin", "self_blocks_0_act"]
     assert list(result.output) == ["a", "b"]
+
+
+class ScaledLinear(nn.Linear):
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+def test_super_forward_of_a_torch_nn_subclass_is_inlined():
+    module = ScaledLinear(3, 2)
+    result = check(module, torch.randn(4, 3))
+    # A subclass defined outside torch.nn is not a leaf: Linear.forward runs inlined.
+    assert targets(result, "get_attr") == ["self_weight", "self_bias"]
+    assert F.linear in targets(result, "call_function")
+
+
+def test_tensor_methods_used_as_functions():
+    def f(x, y):
+        return torch.Tensor.add(x, y) * torch.Tensor.sum(x)
+
+    result = check(f, torch.ones(2), torch.arange(2.0))
+    assert torch.Tensor.add in targets(result, "call_function")

@@ -7,7 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from bytegraph import _bridge
-from tests._trace_helpers import check, nodes, targets, trace
+import pytest
+
+from tests._trace_helpers import check, nodes, run_traced, targets, trace
 
 
 def _helper(x, scale=2.0):
@@ -265,3 +267,129 @@ def test_list_and_dict_inputs_are_unpacked_with_item_sources():
     result = check(f, [torch.randn(2) for _ in range(3)], {"a": torch.randn(2), "b": torch.randn(2)})
     assert result.inputs == ["L['xs'][0]", "L['xs'][1]", "L['xs'][2]", "L['d']['a']", "L['d']['b']"]
     assert any(line.startswith("L['xs']") and "LENGTH" in line.upper() for line in result.guards)
+
+
+class _Config:
+    scale = 3
+
+    def __init__(self):
+        self.shift = 1.5
+
+    def apply(self, x):
+        return x * self.scale + self.shift
+
+
+def test_plain_objects_attributes_and_methods():
+    config = _Config()
+
+    def f(x, cfg):
+        return cfg.apply(x) - _Config.scale
+
+    result = check(f, torch.arange(3.0), config)
+    assert "L['cfg'].shift: EQUALS_MATCH 1.5" in result.guards
+    assert any(line.startswith("L['cfg']: ID_MATCH") for line in result.guards)
+
+
+def test_builtin_type_attributes():
+    def f(x, words):
+        return {str.upper(w): x for w in words}, ", ".join(words)
+
+    result = check(f, torch.ones(1), ["a", "b"])
+    assert result.output[1].value == "a, b"
+
+
+def test_list_aliasing_and_in_place_concatenation_stay_symbolic():
+    def f(x):
+        a = [1]
+        b = a
+        a += [2]
+        c = [1] + [2]
+        return x * len(b), a == c, b is a
+
+    result = check(f, torch.ones(2))
+    assert result.output[1] == _bridge.Constant(True)
+
+
+def test_no_grad_block_is_recorded_and_the_mode_restored():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        z = y + x
+        return y, z
+
+    x = torch.ones(2, requires_grad=True)
+    result = trace(f, x)
+    assert torch.is_grad_enabled()
+    calls = [(n.target, n.args) for n in nodes(result, "call_function") if n.target is torch._C._set_grad_enabled]
+    assert calls == [(torch._C._set_grad_enabled, (False,)), (torch._C._set_grad_enabled, (True,))]
+    mul = [n for n in nodes(result, "call_function") if n.target is operator.mul][0]
+    add = [n for n in nodes(result, "call_function") if n.target is operator.add][0]
+    assert not mul.meta["example_value"].requires_grad and add.meta["example_value"].requires_grad
+    y, z = run_traced(result)
+    assert not y.requires_grad and z.requires_grad
+    torch.testing.assert_close(z, x * 3)
+
+
+def test_break_inside_no_grad_restores_the_real_mode():
+    def f(x):
+        with torch.no_grad():
+            print(x)
+        return x
+
+    import bytegraph._C as C
+
+    with pytest.raises(C.Unsupported):
+        trace(f, torch.ones(1))
+    assert torch.is_grad_enabled()
+
+
+def test_globals_of_a_helper_from_another_module_have_sources():
+    from tests import _trace_other_module as other
+
+    def f(x):
+        return other.helper(x)
+
+    result = check(f, torch.ones(3))
+    # `other` is a closure variable of f here.
+    assert result.inputs == ["L['x']", "closure['other'].helper.__globals__['BIAS']"]
+    assert "closure['other'].helper.__globals__['SCALE']: EQUALS_MATCH 2" in result.guards
+
+
+def test_try_blocks_asserts_and_constant_constructors():
+    def f(x):
+        assert x.dim() == 1, "expects a vector"
+        try:
+            y = x + 1
+        except RuntimeError:
+            y = x
+        if x.shape == torch.Size([3]) and x.device == torch.device("cpu"):
+            y = y * 2
+        return y
+
+    result = check(f, torch.ones(3))
+    assert targets(result, "call_function") == [operator.add, operator.mul]
+
+
+def _doubles(xs):
+    for x in xs:
+        yield x * 2
+    yield xs[0]
+
+
+def test_generators_and_generator_expressions_run_eagerly():
+    def f(xs):
+        return sum(x * 2 for x in xs) + torch.stack(list(_doubles(xs))).sum(0) + max(len(x) for x in xs)
+
+    result = check(f, [torch.ones(2), torch.arange(2.0)])
+    assert torch.stack in targets(result, "call_function")
+
+
+def test_returned_inputs_keep_their_identity_through_sources():
+    def f(xs, x):
+        return xs, x, [xs[0]]
+
+    xs = [torch.ones(1)]
+    result = trace(f, xs, torch.ones(2))
+    assert result.output[0] == _bridge.Source("L['xs']")
+    assert result.output[1] == _bridge.GraphOutput(0)  # tensors go through the graph
+    assert isinstance(result.output[2], list)

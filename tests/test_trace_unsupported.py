@@ -95,6 +95,7 @@ def test_side_effects_on_inputs_attributes_and_outer_cells():
     assert break_kind(append_to_input, [], torch.ones(1)).kind == "side_effect"
     assert break_kind(set_attr, Holder(), torch.ones(1)).kind == "side_effect"
     assert break_kind(bump, torch.ones(1)).kind == "side_effect"
+    assert break_kind(_sets_a_global, torch.ones(1)).kind == "side_effect"
 
 
 def test_unknown_c_function():
@@ -104,14 +105,25 @@ def test_unknown_c_function():
     assert break_kind(f, torch.ones(1)).kind == "unsupported_call"
 
 
-def test_generators_are_declined():
+def test_infinite_generators_hit_the_item_limit():
+    def naturals():
+        n = 0
+        while True:
+            yield n
+            n += 1
+
+    def f(x):
+        return x + len(list(naturals()))
+
+    error = break_kind(f, torch.ones(1))
+    assert error.kind == "generator" and "10000" in error.message
+
+
+def test_a_generator_function_as_the_outermost_frame_is_declined():
     def gen(x):
         yield x
 
-    def f(x):
-        return list(gen(x))
-
-    assert break_kind(f, torch.ones(1)).kind == "generator"
+    assert break_kind(gen, torch.ones(1)).kind == "generator"
 
 
 def test_bad_call_of_an_inlined_function_is_a_break_not_a_crash():
@@ -207,3 +219,24 @@ def test_rollback_restores_iterators_advanced_inside_the_instruction():
 
     state = break_kind(f, torch.ones(2)).partial.graph_break
     assert state["locals"]["steps"] == "ListIteratorVariable(length=2, index=0)"
+
+
+_COUNTER = 0
+
+
+def _sets_a_global(x):
+    global _COUNTER
+    _COUNTER = 1
+    return x
+
+
+def test_python_errors_raised_while_tracing_become_breaks():
+    layers = torch.nn.ModuleList([torch.nn.ReLU()])
+
+    def f(x):
+        y = x + 1
+        return layers[3](y)
+
+    error = break_kind(f, torch.ones(1))
+    assert error.kind == "python_error" and "IndexError" in error.message
+    assert [n.op for n in error.partial.graph_module.graph.nodes].count("call_function") == 1

@@ -23,6 +23,11 @@ struct GraphCall {
   OutputPlan result;
 };
 
+// Emits `compiled_fn(*inputs)` with each input re-read from its source; the output tuple
+// is stored in kGraphOutputLocal when `keep_outputs`, else dropped.
+void emit_graph_call(CodeBuilder& builder, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn /* borrowed */,
+                     bool keep_outputs, PyCodeObject* original /* borrowed */);
+
 py::Ref<> generate_graph_call(PyCodeObject* original /* borrowed */, const GraphCall& call);
 
 }  // namespace bytegraph::codegen

@@ -1,8 +1,14 @@
 // How generated code rebuilds a Python value after the compiled graph has run: from the
-// graph's outputs, constants, and values re-read from their sources.
+// graph's outputs, constants, and values re-read from their sources. At a graph break the
+// value stack may also hold the call protocol's NULL and a loop's iterator.
 #pragma once
 
+#include <Python.h>
+
+#include <string>
 #include <vector>
+
+#include "codegen/code_builder.h"
 
 #include "guards/source.h"
 #include "python/ref.h"
@@ -10,15 +16,28 @@
 namespace bytegraph::codegen {
 
 struct OutputPlan {
-  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict };
+  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext, BoundMethod, MakeFunction };
   Kind kind = Kind::Constant;
-  int index = -1;                // GraphOutput: position in the graph's output tuple
-  py::Ref<> constant;            // Constant
+  int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
+  py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: the context manager class; BoundMethod: types.MethodType
   guards::SourcePtr source;      // Source
-  std::vector<OutputPlan> items; // Tuple, List, Dict (values)
+  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner), BoundMethod (function, self)
+  std::string attribute;         // Attr
+  std::vector<std::string> names;  // MakeFunction: the closure's cell/free variables
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
 
   bool uses_graph_outputs() const;
 };
+
+// The local that holds the graph's output tuple while values are rebuilt from it.
+inline constexpr const char* kGraphOutputLocal = "___graph_out";
+
+// Emits the instructions that push the value `plan` describes (code: the code being
+// replaced, whose cells and free variables sources may name).
+void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code /* borrowed */);
+
+// `with cls():` up to its body: pushes the instance's __exit__ (the value a with block keeps
+// on the stack) with the context entered.
+void emit_enter_context(CodeBuilder& builder, PyObject* cls /* borrowed */);
 
 }  // namespace bytegraph::codegen

@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "python/errors.h"
@@ -91,6 +92,47 @@ std::string Graph::add_root_attr(const std::string& hint, PyObject* object) {
 
 namespace {
 
+// Collects the node markers inside a node's args/kwargs structure.
+void collect_refs(PyObject* value, PyObject* ref_class, std::vector<PyObject*>& found) {
+  if (Py_TYPE(value) == reinterpret_cast<PyTypeObject*>(ref_class)) {
+    found.push_back(value);
+  } else if (PyTuple_Check(value) || PyList_Check(value)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    PyObject** items = PySequence_Fast_ITEMS(value);
+    for (Py_ssize_t i = 0; i < n; ++i) collect_refs(items[i], ref_class, found);
+  } else if (PyDict_Check(value)) {
+    PyObject *key, *item;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(value, &position, &key, &item)) collect_refs(item, ref_class, found);
+  } else if (PySlice_Check(value)) {
+    auto* slice = reinterpret_cast<PySliceObject*>(value);
+    collect_refs(slice->start, ref_class, found);
+    collect_refs(slice->stop, ref_class, found);
+    collect_refs(slice->step, ref_class, found);
+  }
+}
+
+}  // namespace
+
+std::vector<int> Graph::drop_unused_placeholders(const std::vector<int>& outputs) {
+  std::vector<PyObject*> used;
+  for (const auto& node : nodes_) {
+    collect_refs(node->args.get(), node_ref_class_.get(), used);
+    collect_refs(node->kwargs.get(), node_ref_class_.get(), used);
+  }
+  for (int output : outputs) used.push_back(nodes_.at(output)->ref.get());
+  std::vector<int> dropped;
+  for (auto& node : nodes_) {
+    if (node->op != Op::Placeholder) continue;
+    if (std::find(used.begin(), used.end(), node->ref.get()) != used.end()) continue;
+    node->dead = true;
+    dropped.push_back(node->index);
+  }
+  return dropped;
+}
+
+namespace {
+
 py::Ref<> node_tuple(const Node& node) {
   py::Ref<> stack_trace;
   if (node.location.lineno > 0) {
@@ -121,7 +163,7 @@ py::Ref<> Graph::materialize(PyObject* build, const std::vector<int>& outputs) c
   py::Ref<> order = check(PyList_New(0));
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& node : nodes_) {
-      if ((node->op == Op::Placeholder) != (pass == 0)) continue;
+      if (node->dead || (node->op == Op::Placeholder) != (pass == 0)) continue;
       py::Ref<> item = node_tuple(*node);
       check_status(PyList_Append(order.get(), item.get()));
     }
@@ -132,7 +174,9 @@ py::Ref<> Graph::materialize(PyObject* build, const std::vector<int>& outputs) c
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& node : nodes_) {
       if ((node->op == Op::Placeholder) != (pass == 0)) continue;
-      PyList_SET_ITEM(positions.get(), node->index, check(PyLong_FromSsize_t(position++)).release());
+      // Dead nodes are referenced by nothing: their position is never read.
+      Py_ssize_t at = node->dead ? -1 : position++;
+      PyList_SET_ITEM(positions.get(), node->index, check(PyLong_FromSsize_t(at)).release());
     }
   }
   py::Ref<> attrs = check(PyDict_New());

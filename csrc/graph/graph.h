@@ -38,6 +38,7 @@ struct Node {
   py::Ref<> ref;     // this node's marker object, used inside later nodes' args
   UserLocation location;
   std::string name;  // a name hint (placeholders and get_attr); empty lets FX choose
+  bool dead = false;  // dropped before materialisation (an input nothing used)
 };
 
 class Graph {
@@ -61,6 +62,10 @@ class Graph {
   // Builds the torch.fx.GraphModule whose output is the tuple of `outputs` (node indices).
   // `build` is the bridge's build_graph_module.
   py::Ref<> materialize(PyObject* build, const std::vector<int>& outputs) const;
+
+  // Marks placeholders that no node and no output (node indices) uses as dead, and
+  // returns their indices: inputs read but never computed with (list items, unused args).
+  std::vector<int> drop_unused_placeholders(const std::vector<int>& outputs);
 
   // Placeholder and get_attr names must be unique, valid identifiers.
   std::string unique_name(const std::string& hint);

@@ -53,6 +53,7 @@ struct GuardSet::Impl {
     std::set<std::string> keys;  // dedupe keys of `leaves`
   };
   std::map<std::string, Entry> by_source;  // keyed by repr, so listings come out sorted
+  std::vector<LeafPtr> global_state;       // checked on the root, before any source
 
   void add(const SourcePtr& source, LeafPtr leaf) {
     BYTEGRAPH_CHECK(source != nullptr, "a guard needs a source");
@@ -91,8 +92,15 @@ void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
 }
 
+void GuardSet::add_global_state_match(bool grad_enabled) {
+  if (impl_->global_state.empty()) impl_->global_state.push_back(make_grad_mode_match(grad_enabled));
+}
+
+bool current_grad_mode() { return grad_mode_enabled_now(); }
+
 std::vector<std::string> GuardSet::describe() const {
   std::vector<std::string> lines;
+  for (const LeafPtr& leaf : impl_->global_state) lines.push_back(leaf->describe(""));
   for (const auto& [repr, entry] : impl_->by_source) {
     std::vector<LeafPtr> leaves = entry.leaves;
     std::stable_sort(leaves.begin(), leaves.end(), [](const LeafPtr& a, const LeafPtr& b) {
@@ -105,6 +113,7 @@ std::vector<std::string> GuardSet::describe() const {
 
 std::unique_ptr<GuardTree> GuardSet::build() const {
   auto tree = std::make_unique<FrameGuardTree>();
+  for (const LeafPtr& leaf : impl_->global_state) tree->root().add_leaf(leaf);
   for (const auto& [repr, entry] : impl_->by_source) {
     GuardManager& manager = manager_for(tree->root(), entry.source);
     for (const LeafPtr& leaf : entry.leaves) manager.add_leaf(leaf);
@@ -114,7 +123,7 @@ std::unique_ptr<GuardTree> GuardSet::build() const {
 }
 
 size_t GuardSet::size() const {
-  size_t count = 0;
+  size_t count = impl_->global_state.size();
   for (const auto& [repr, entry] : impl_->by_source) count += entry.leaves.size();
   return count;
 }

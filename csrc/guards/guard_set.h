@@ -43,6 +43,9 @@ class GuardSet {
   void add_length_match(const SourcePtr& source, Py_ssize_t length);
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
+  // Global state the graph depends on, checked on the tree's root: grad mode as it was when
+  // the frame started (see current_grad_mode()).
+  void add_global_state_match(bool grad_enabled);
   // Human-readable list, one guard a line (for logs, explain() and comptime.print_guards).
   std::vector<std::string> describe() const;
   std::unique_ptr<GuardTree> build() const;
@@ -53,6 +56,9 @@ class GuardSet {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// torch.is_grad_enabled() now.
+bool current_grad_mode();
 
 class GuardTree {
  public:

@@ -52,6 +52,9 @@ LeafPtr make_dict_keys_match(PyObject* keys);
 // Python constants only (see equals_match.cpp); raises TypeError (as PythonError) otherwise.
 LeafPtr make_equals_match(PyObject* value);
 // `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
+// Root-level leaf (global_state.cpp): grad mode as it was when the frame was traced.
+LeafPtr make_grad_mode_match(bool enabled);
+bool grad_mode_enabled_now();
 LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims);
 
 }  // namespace bytegraph::guards

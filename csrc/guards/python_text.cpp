@@ -24,6 +24,8 @@ std::string safe_repr(PyObject* obj) {
 
 std::string short_repr(PyObject* obj) {
   std::string text = safe_repr(obj);
+  // One line per guard in listings: a module's repr spans many lines; keep its first.
+  if (size_t newline = text.find('\n'); newline != std::string::npos) text = text.substr(0, newline) + " ...";
   constexpr size_t kMax = 80;
   if (text.size() > kMax) text = text.substr(0, kMax - 3) + "...";
   return text;

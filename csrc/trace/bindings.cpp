@@ -42,6 +42,18 @@ nb::object break_info(const std::optional<trace::BreakInfo>& info) {
   return result;
 }
 
+// The plans of trace/break_state.h: `stack`, `live_locals`, `kw_names`, `restorable` and,
+// when not restorable, `not_restorable` (why).
+void add_break_state(nb::object info, const trace::BreakState& state) {
+  info["stack_plan"] = borrow(state.stack);
+  info["locals_plan"] = borrow(state.locals);
+  info["cells_plan"] = borrow(state.cells);
+  info["kw_names"] = borrow(state.kw_names);
+  info["restorable"] = state.not_restorable.empty();
+  info["not_restorable"] = state.not_restorable;
+  info["grad_enabled"] = state.grad_enabled;
+}
+
 }  // namespace
 
 void bind_trace(nb::module_& m) {
@@ -61,7 +73,15 @@ void bind_trace(nb::module_& m) {
                    "{source name: guards.Source} for the inputs and the returned sources")
       .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
            "A new guard tree for everything the trace relied on.")
-      .def_prop_ro("graph_break", [](const trace::TraceResult& r) { return break_info(r.graph_break); });
+      // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.
+      .def_prop_ro(
+          "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
+          nb::rv_policy::reference_internal)
+      .def_prop_ro("graph_break", [](const trace::TraceResult& r) {
+        nb::object info = break_info(r.graph_break);
+        if (!info.is_none() && r.break_state) add_break_state(info, *r.break_state);
+        return info;
+      });
 
   trace.def(
       "trace",
@@ -80,6 +100,7 @@ void bind_trace(nb::module_& m) {
           partial.attr("graph_module") = borrow(result.graph_module);
           partial.attr("inputs") = nb::cast(result.inputs);
           partial.attr("example_inputs") = borrow(result.example_inputs);
+          partial.attr("output") = nb::none();
           partial.attr("guards") = nb::cast(result.guards);
           partial.attr("graph_break") = break_info(result.graph_break);
           const trace::BreakInfo& info = *result.graph_break;

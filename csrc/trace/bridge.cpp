@@ -33,6 +33,10 @@ const Bridge& Bridge::get() {
     b->describe_fake = attr(module.get(), "describe_fake");
     py::Ref<> torch = check(PyImport_ImportModule("torch"));
     b->tensor_type = attr(torch.get(), "Tensor");
+    b->no_grad = attr(torch.get(), "no_grad");
+    b->is_grad_enabled = attr(torch.get(), "is_grad_enabled");
+    py::Ref<> torch_c = attr(torch.get(), "_C");
+    b->set_grad_enabled = attr(torch_c.get(), "_set_grad_enabled");
     py::Ref<> op = check(PyImport_ImportModule("operator"));
     b->getitem = attr(op.get(), "getitem");
     py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
@@ -56,7 +60,7 @@ ObjectKind classify(PyObject* object) {
       {"user_function", ObjectKind::UserFunction}, {"user_method", ObjectKind::UserMethod},
       {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
-      {"graph_break", ObjectKind::GraphBreak},
+      {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
   };
   for (const auto& [text, value] : table)
     if (std::strcmp(text, name) == 0) return value;

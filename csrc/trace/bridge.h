@@ -26,6 +26,9 @@ struct Bridge {
   py::Ref<> getitem;         // operator.getitem
   py::Ref<> getattr;         // builtins.getattr
   py::Ref<> linecache_getline;
+  py::Ref<> no_grad;            // torch.no_grad
+  py::Ref<> is_grad_enabled;    // torch.is_grad_enabled
+  py::Ref<> set_grad_enabled;   // torch._C._set_grad_enabled (what graphs call)
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();
@@ -34,7 +37,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, Module, LeafModule, Tuple, List, Dict, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, Unknown,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, GradMode, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

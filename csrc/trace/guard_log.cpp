@@ -11,6 +11,17 @@ void GuardLog::add(Kind kind, const guards::SourcePtr& source, PyObject* object,
   entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length, std::move(key)});
 }
 
+void GuardLog::remove(Kind kind, const std::string& source) {
+  std::string key = std::to_string(static_cast<int>(kind)) + source;
+  if (keys_.erase(key) == 0) return;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->key == key) {
+      entries_.erase(it);
+      return;
+    }
+  }
+}
+
 void GuardLog::truncate(size_t length) {
   while (entries_.size() > length) {
     keys_.erase(entries_.back().key);

@@ -22,6 +22,8 @@ class GuardLog {
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
   size_t size() const { return entries_.size(); }
   void truncate(size_t length);
+  // Drops the guard of `kind` on `source` (a value that turned out not to matter).
+  void remove(Kind kind, const std::string& source);
   void apply(guards::GuardSet& set) const;
   // One readable line per guard: "L['x'] TENSOR_MATCH", for tests and logs.
   std::vector<std::string> describe() const;

@@ -61,7 +61,11 @@ void make_function(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   py::Ref<> name = check(PyObject_GetAttrString(code->constant(), "co_name"));
   auto function = std::make_shared<UserFunctionValue>(py::Ref<>::newref(code->constant()), frame.globals.copy(),
                                                       PyUnicode_AsUTF8(name.get()));
-  if (closure) function->closure = static_cast<SequenceValue&>(*closure).items;
+  if (closure) {
+    auto* cells = dynamic_cast<SequenceValue*>(closure.get());
+    if (cells == nullptr) throw InternalError("MAKE_FUNCTION closure is not a tuple of cells");
+    function->closure = cells->items;
+  }
   if (defaults) function->defaults = defaults->unpack(tracer).value_or(Args{});
   if (kwdefaults) {
     auto* dict = dynamic_cast<DictValue*>(kwdefaults.get());

@@ -73,7 +73,25 @@ void list_extend(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 
 void list_to_tuple(Tracer&, FrameState& frame, const Instruction&) {
   ValuePtr list = frame.pop();
-  frame.push(std::make_shared<SequenceValue>(false, static_cast<SequenceValue&>(*list).items));
+  auto* items = dynamic_cast<SequenceValue*>(list.get());
+  if (items == nullptr) throw InternalError("LIST_TO_TUPLE on " + list->repr());
+  frame.push(std::make_shared<SequenceValue>(false, items->items));
+}
+
+// 3.12: CALL_INTRINSIC_1's argument indexes dis._intrinsic_1_descs; only the pure ones are
+// understood (the others print, import or wrap generators).
+void call_intrinsic_1(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  py::Ref<> dis = check(PyImport_ImportModule("dis"));
+  py::Ref<> names = check(PyObject_GetAttrString(dis.get(), "_intrinsic_1_descs"));
+  py::Ref<> name = check(PySequence_GetItem(names.get(), inst.arg));
+  std::string intrinsic = PyUnicode_AsUTF8(name.get());
+  if (intrinsic == "INTRINSIC_LIST_TO_TUPLE") return list_to_tuple(tracer, frame, inst);
+  if (intrinsic == "INTRINSIC_UNARY_POSITIVE") {
+    ValuePtr value = frame.pop();
+    frame.push(apply_operator(tracer, operator_function("pos"), {value}));
+    return;
+  }
+  unsupported("unsupported_opcode", "CALL_INTRINSIC_1 " + intrinsic + " is not supported");
 }
 
 void map_add(Tracer& tracer, FrameState& frame, const Instruction& inst) {
@@ -150,6 +168,7 @@ void register_container_handlers(HandlerTable& table) {
   table.add("LIST_APPEND", list_append);
   table.add("LIST_EXTEND", list_extend);
   table.add("LIST_TO_TUPLE", list_to_tuple);
+  table.add("CALL_INTRINSIC_1", call_intrinsic_1);
   table.add("MAP_ADD", map_add);
   table.add("DICT_UPDATE", dict_update);
   table.add("DICT_MERGE", dict_update);

@@ -70,6 +70,29 @@ void end_for(Tracer&, FrameState& frame, const Instruction&) {
   frame.pop();
 }
 
+// Generators run eagerly (see Tracer::inline_call): starting one resumes it at once with
+// the None a first next() sends, and each yield is collected, resumed with None too.
+void return_generator(Tracer&, FrameState& frame, const Instruction&) {
+  if (!frame.yielded) unsupported("generator", "tracing a generator function as the outermost frame");
+  frame.push(ConstantValue::none());
+}
+
+void yield_value(Tracer&, FrameState& frame, const Instruction&) {
+  if (!frame.yielded) unsupported("generator", "yield outside an eagerly run generator");
+  if (frame.yielded->size() >= 10000) unsupported("generator", "a generator yielded more than 10000 items");
+  frame.yielded->push_back(frame.pop());
+  frame.push(ConstantValue::none());
+}
+
+// `with ctx:` — only grad-mode context managers are understood so far.
+void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr context = frame.pop();
+  auto* grad_mode = dynamic_cast<GradModeValue*>(context.get());
+  if (grad_mode == nullptr) unsupported("unsupported_context", "`with` on " + context->repr());
+  frame.push(grad_mode->enter(tracer));
+  frame.push(ConstantValue::none());  // what __enter__ returned
+}
+
 void return_value(Tracer&, FrameState& frame, const Instruction&) { frame.result = frame.pop(); }
 
 void return_const(Tracer& tracer, FrameState& frame, const Instruction& inst) {
@@ -95,6 +118,9 @@ void register_control_handlers(HandlerTable& table) {
   table.add("FOR_ITER", for_iter);
   table.add("END_FOR", end_for);
   table.add("RETURN_VALUE", return_value);
+  table.add("BEFORE_WITH", before_with);
+  table.add("RETURN_GENERATOR", return_generator);
+  table.add("YIELD_VALUE", yield_value);
   table.add("RETURN_CONST", return_const);
 }
 

@@ -43,7 +43,18 @@ void load_fast(Tracer&, FrameState& frame, const Instruction& inst) {
   frame.push(value);
 }
 
-void store_fast(Tracer&, FrameState& frame, const Instruction& inst) { local_slot(frame, inst.arg) = frame.pop(); }
+void store_fast(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr value = frame.pop();
+  // 3.12 comprehensions restore an unbound local with the NULL LOAD_FAST_AND_CLEAR pushed.
+  local_slot(frame, inst.arg) = value->is_null() ? nullptr : std::move(value);
+}
+
+// 3.12 (PEP 709): saves a local around an inlined comprehension, NULL when unbound.
+void load_fast_and_clear(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr& slot = local_slot(frame, inst.arg);
+  frame.push(slot ? std::move(slot) : NullValue::get());
+  slot = nullptr;
+}
 
 void delete_fast(Tracer&, FrameState& frame, const Instruction& inst) { local_slot(frame, inst.arg) = nullptr; }
 
@@ -55,6 +66,7 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   guards::SourcePtr source;
   if (real != nullptr) {
     if (frame.root_globals) source = guards::global_source(name);
+    else if (frame.globals_source) source = guards::item_source(frame.globals_source, inst.argval.copy());
   } else {
     PyObject* builtins = frame.builtins.get();
     if (PyDict_Check(builtins)) {
@@ -68,7 +80,7 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
       if (PyErr_Occurred()) throw_python_error();
       unsupported("name_error", "name '" + name + "' is not defined");
     }
-    if (frame.root_globals) source = guards::builtin_source(name);
+    if (frame.root_builtins) source = guards::builtin_source(name);
   }
   frame.push(tracer.wrap(real, source));
 }
@@ -128,6 +140,15 @@ void store_attr(Tracer&, FrameState& frame, const Instruction& inst) {
   unsupported("side_effect", "setting attribute '" + name_of(inst) + "' of " + object->repr());
 }
 
+// Writes that outlive the trace: replaying them after the graph is not implemented yet.
+void store_global(Tracer&, FrameState&, const Instruction& inst) {
+  unsupported("side_effect", "assigning the global '" + name_of(inst) + "'");
+}
+
+void delete_attr(Tracer&, FrameState& frame, const Instruction& inst) {
+  unsupported("side_effect", "deleting attribute '" + name_of(inst) + "' of " + frame.top()->repr());
+}
+
 void kw_names(Tracer&, FrameState& frame, const Instruction& inst) { frame.kw_names = inst.argval.copy(); }
 
 }  // namespace
@@ -145,6 +166,7 @@ void register_stack_handlers(HandlerTable& table) {
   table.add("LOAD_FAST", load_fast);
   table.add("LOAD_FAST_CHECK", load_fast);
   table.add("STORE_FAST", store_fast);
+  table.add("LOAD_FAST_AND_CLEAR", load_fast_and_clear);
   table.add("DELETE_FAST", delete_fast);
   table.add("LOAD_GLOBAL", load_global);
   table.add("MAKE_CELL", make_cell);
@@ -155,6 +177,9 @@ void register_stack_handlers(HandlerTable& table) {
   table.add("LOAD_ATTR", load_attr);
   table.add("LOAD_METHOD", load_method);
   table.add("STORE_ATTR", store_attr);
+  table.add("STORE_GLOBAL", store_global);
+  table.add("DELETE_GLOBAL", store_global);
+  table.add("DELETE_ATTR", delete_attr);
   table.add("KW_NAMES", kw_names);
 }
 

@@ -62,23 +62,32 @@ void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, con
 ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs) {
   if (inline_depth_ >= kMaxInlineDepth) unsupported("recursion_limit", "inlining deeper than 64 calls");
   CodeInfo& info = code_info(function.code.get());
-  if (info.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
-    unsupported("generator", "calling the generator or coroutine function " + function.name);
+  if (info.flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+    unsupported("generator", "calling the coroutine function " + function.name);
   FrameState child;
   child.code = &info;
   child.globals = function.globals.copy();
   PyObject* builtins = PyDict_GetItemString(child.globals.get(), "__builtins__");  // borrowed
   child.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
   child.root_globals = frames.empty() ? false : frames.front()->globals.get() == child.globals.get();
+  child.root_builtins = frames.empty() ? false : frames.front()->builtins.get() == child.builtins.get();
+  if (!child.root_globals && function.source())
+    child.globals_source = guards::attr_source(function.source(), "__globals__");
   child.locals.resize(info.localsplus_names.size());
   child.closure = function.closure;
   bind_arguments(info, function, args, kwargs, child.locals);
+  // A generator (genexprs included) runs eagerly to its end: tracing has no effects that
+  // its consumer could interleave with, so an iterator over everything it yields is the
+  // same value. Infinite generators hit the item limit and break.
+  if (info.flags & CO_GENERATOR) child.yielded = std::make_shared<Args>();
   ++inline_depth_;
   struct Depth {
     int& depth;
     ~Depth() { --depth; }
   } restore{inline_depth_};
-  return run_frame(*this, child, nullptr);
+  ValuePtr result = run_frame(*this, child, nullptr);
+  if (child.yielded) return std::make_shared<IteratorValue>(std::move(*child.yielded));
+  return result;
 }
 
 }  // namespace bytegraph::trace

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bytecode/opcodes.h"
+#include "record/trace_events.h"
 
 namespace bytegraph::trace {
 
@@ -85,12 +86,21 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
   try {
     if (handler == nullptr)
       unsupported("unsupported_opcode", std::string("opcode ") + opcode_name(inst.opcode) + " is not supported");
-    handler(tracer, frame, inst);
-  } catch (const Unsupported&) {
+    try {
+      handler(tracer, frame, inst);
+    } catch (PythonError& error) {
+      // Python code the tracer ran for real raised (an index out of range, a missing key):
+      // the real call would raise there too, so stop before this instruction.
+      unsupported("python_error", error.what());
+    }
+  } catch (const Unsupported& error) {
     if (tracer.pending_user_stack.empty())
       for (const FrameState* f : tracer.frames) tracer.pending_user_stack.push_back(frame_location(*f));
+    // The outermost frame records its break once rolled back (run_frame).
+    if (tracer.events && !frame.outermost) tracer.events->break_step(frame, inst, error.kind(), error.what());
     throw;
   }
+  if (tracer.events) tracer.events->step(frame, inst);
 }
 
 struct FramePush {
@@ -103,6 +113,7 @@ struct FramePush {
 
 ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
   FramePush push(tracer, &frame);
+  record::FrameScope recorded(tracer.events.get(), frame);
   const auto& instructions = frame.code->instructions;
   while (!frame.result) {
     if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
@@ -120,6 +131,7 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
       step(tracer, frame, inst);
     } catch (const Unsupported& error) {
       restore(tracer, frame, checkpoint);
+      if (tracer.events) tracer.events->break_step(frame, inst, error.kind(), error.what());
       if (break_info == nullptr) throw;
       break_info->kind = error.kind();
       break_info->offset = inst.offset;

@@ -15,23 +15,65 @@ PyObject* operator_function(const char* name) {
   return function;
 }
 
+py::Ref<> constant_of(const ValuePtr& value) {
+  if (value->is_constant()) return py::Ref<>::newref(value->constant());
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+    py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
+    for (size_t i = 0; i < seq->items.size(); ++i) {
+      py::Ref<> item = constant_of(seq->items[i]);
+      if (!item) return nullptr;
+      PyList_SET_ITEM(list.get(), i, item.release());
+    }
+    return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
+  }
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+    py::Ref<> result = check(PyDict_New());
+    for (size_t i = 0; i < dict->keys.size(); ++i) {
+      py::Ref<> item = constant_of(dict->values[i]);
+      if (!item) return nullptr;
+      check_status(PyDict_SetItem(result.get(), dict->keys[i].get(), item.get()));
+    }
+    return result;
+  }
+  return nullptr;
+}
+
+namespace {
+
+bool foldable(const ValuePtr& value) {
+  if (value->is_constant()) return true;
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+    for (const auto& item : seq->items)
+      if (!foldable(item)) return false;
+    return true;
+  }
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+    for (const auto& item : dict->values)
+      if (!foldable(item)) return false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool all_constant(const Args& args, const KwArgs& kwargs) {
   for (const auto& arg : args)
-    if (!arg->is_constant()) return false;
+    if (!foldable(arg)) return false;
   for (const auto& [name, value] : kwargs)
-    if (!value->is_constant()) return false;
+    if (!foldable(value)) return false;
   return true;
 }
 
 ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
   py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
   for (size_t i = 0; i < args.size(); ++i)
-    PyTuple_SET_ITEM(tuple.get(), i, py::Ref<>::newref(args[i]->constant()).release());
+    PyTuple_SET_ITEM(tuple.get(), i, constant_of(args[i]).release());
   py::Ref<> dict;
   if (!kwargs.empty()) {
     dict = check(PyDict_New());
     for (const auto& [name, value] : kwargs)
-      check_status(PyDict_SetItemString(dict.get(), name.c_str(), value->constant()));
+      check_status(PyDict_SetItemString(dict.get(), name.c_str(), constant_of(value).get()));
   }
   PyObject* result = PyObject_Call(function, tuple.get(), dict.get());
   if (result == nullptr) {
@@ -39,7 +81,27 @@ ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
     PythonError error = PythonError::fetch();
     unsupported("constant_fold_raised", py_repr(function) + " raised " + error.what());
   }
-  return ConstantValue::make(py::Ref<>::steal(result));
+  return from_folded(py::Ref<>::steal(result));
+}
+
+ValuePtr from_folded(py::Ref<> result) {
+  // Mutable results become symbolic containers, so that later mutation stays symbolic.
+  PyObject* object = result.get();
+  if (PyList_CheckExact(object)) {
+    Args items;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(object); ++i)
+      items.push_back(from_folded(py::Ref<>::newref(PyList_GET_ITEM(object, i))));
+    return std::make_shared<SequenceValue>(true, std::move(items));
+  }
+  if (PyDict_CheckExact(object)) {
+    auto dict = std::make_shared<DictValue>();
+    PyObject *key, *value;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(object, &position, &key, &value)) dict->set_item(key, from_folded(py::Ref<>::newref(value)));
+    return dict;
+  }
+  if (PyTuple_Check(object) || classify(object) == ObjectKind::Constant) return ConstantValue::make(std::move(result));
+  unsupported("unsupported_builtin", "a folded call returned " + py_repr((PyObject*)Py_TYPE(object)));
 }
 
 namespace {
@@ -72,7 +134,13 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
 }  // namespace
 
 ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands) {
-  if (all_constant(operands)) return fold(function, operands);
+  bool constants = true;
+  for (const auto& operand : operands) constants = constants && operand->is_constant();
+  if (constants) return fold(function, operands);
+  // Comparisons of containers of constants fold too (they mutate nothing).
+  static const char* comparisons[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  for (const char* name : comparisons)
+    if (function == operator_function(name) && all_constant(operands)) return fold(function, operands);
   for (const auto& operand : operands) {
     if (operand->is_tensor())
       return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});

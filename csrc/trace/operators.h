@@ -10,9 +10,14 @@ namespace bytegraph::trace {
 PyObject* operator_function(const char* name);
 
 ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands);
+// Whether every argument is a constant or a container of constants (foldable).
 bool all_constant(const Args& args, const KwArgs& kwargs = {});
+// The real Python object of a constant or a container of constants; null otherwise.
+py::Ref<> constant_of(const ValuePtr& value);
 // Calls `function` for real on constant arguments and wraps the result as a constant.
 ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs = {});
+// Wraps the real result of a folded call (lists and dicts become symbolic containers).
+ValuePtr from_folded(py::Ref<> result);
 // Identity comparison (`is`), when it is decidable from what the tracer knows.
 bool same_object(const ValuePtr& a, const ValuePtr& b);
 // `needle in haystack` on known containers.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "record/trace_events.h"
 #include "trace/interpreter.h"
 
 namespace bytegraph::trace {
@@ -9,20 +10,21 @@ namespace bytegraph::trace {
 namespace {
 
 // Makes the root frame: arguments wrapped with local sources, the closure with closure sources.
-void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyObject* bound) {
+void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyObject* const* arguments, int count) {
   auto* fn = reinterpret_cast<PyFunctionObject*>(function);
   frame.code = &tracer.code_info(fn->func_code);
   frame.globals = py::Ref<>::newref(fn->func_globals);
   PyObject* builtins = PyDict_GetItemString(fn->func_globals, "__builtins__");  // borrowed
   frame.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
   frame.root_globals = true;
+  frame.root_builtins = true;
   frame.outermost = true;
   const auto& names = frame.code->localsplus_names;
   frame.locals.resize(names.size());
-  for (size_t slot = 0; slot < static_cast<size_t>(frame.code->nvarnames); ++slot) {
-    PyObject* real = PyDict_GetItemString(bound, names[slot].c_str());  // borrowed
-    if (real == nullptr) continue;  // not an argument
-    frame.locals[slot] = tracer.wrap(real, guards::local_source(names[slot], static_cast<int>(slot)));
+  for (int slot = 0; slot < count && slot < frame.code->nvarnames; ++slot) {
+    PyObject* real = arguments[slot];  // borrowed
+    if (real == nullptr) continue;
+    frame.locals[slot] = tracer.wrap(real, guards::local_source(names[slot], slot));
   }
   if (fn->func_closure) {
     size_t first_free = names.size() - static_cast<size_t>(frame.code->nfree);
@@ -50,6 +52,13 @@ py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int
     return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
   }
   if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
+  // An input container (never mutated: that would have been a break) is returned as itself.
+  auto* input_seq = dynamic_cast<SequenceValue*>(value.get());
+  auto* input_dict = dynamic_cast<DictValue*>(value.get());
+  if (value->source() && ((input_seq && !input_seq->mutable_here()) || (input_dict && !input_dict->mutable_here()))) {
+    py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
+    return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
+  }
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
     for (size_t i = 0; i < seq->items.size(); ++i)
@@ -88,11 +97,41 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   py::Ref<> bound = check(PyObject_CallMethod(bridge_module.get(), "bind_arguments", "OOO", callable, args, kwargs));
   PyObject* function = PyTuple_GET_ITEM(bound.get(), 0);   // borrowed
   PyObject* arguments = PyTuple_GET_ITEM(bound.get(), 1);  // borrowed
+  // Lay the bound arguments out as the frame's argument slots.
+  PyObject* code = reinterpret_cast<PyFunctionObject*>(function)->func_code;  // borrowed
+  py::Ref<> varnames = check(PyObject_GetAttrString(code, "co_varnames"));
+  auto* raw = reinterpret_cast<PyCodeObject*>(code);
+  int count = raw->co_argcount + raw->co_kwonlyargcount + ((raw->co_flags & CO_VARARGS) ? 1 : 0) +
+              ((raw->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+  std::vector<PyObject*> slots(static_cast<size_t>(count), nullptr);
+  for (int i = 0; i < count; ++i)
+    slots[i] = PyDict_GetItem(arguments, PyTuple_GET_ITEM(varnames.get(), i));  // borrowed
+  return trace_frame(function, slots.data(), count, log);
+}
 
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log) {
+  if (!PyFunction_Check(function)) throw PythonError::make(PyExc_TypeError, "trace_frame needs a Python function");
+  // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
+  const Bridge& bridge = Bridge::get();
+  py::Ref<> grad_enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
+  struct RestoreGradMode {
+    const Bridge& bridge;
+    PyObject* enabled;
+    ~RestoreGradMode() {
+      PyObject *type, *value, *traceback;
+      PyErr_Fetch(&type, &value, &traceback);
+      PyObject* result = PyObject_CallOneArg(bridge.set_grad_enabled.get(), enabled);
+      if (result == nullptr) PyErr_Clear();
+      Py_XDECREF(result);
+      PyErr_Restore(type, value, traceback);
+    }
+  } restore_grad_mode{bridge, grad_enabled.get()};
   Tracer tracer(py::Ref<>::newref(function));
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
+  if (record::Recorder* recorder = record::attached())
+    tracer.events = std::make_shared<record::TraceEvents>(*recorder, tracer);
   FrameState frame;
-  setup_root_frame(tracer, frame, function, arguments);
+  setup_root_frame(tracer, frame, function, arguments, count);
   BreakInfo break_info;
   ValuePtr result = run_frame(tracer, frame, &break_info);
 
@@ -103,18 +142,29 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   } else {
     trace_result.graph_break = std::move(break_info);
     trace_result.output = py::Ref<>::newref(Py_None);
-    outputs = live_tensor_outputs(frame);
+    trace_result.break_state = describe_break_state(tracer, frame, outputs, trace_result.sources);
+    if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
+  }
+  // Tensors read (e.g. as items of an input list) but never used are not inputs, and their
+  // metadata does not matter: drop the placeholder and its tensor guard.
+  for (int dropped : tracer.graph.drop_unused_placeholders(outputs)) {
+    for (const auto& input : tracer.inputs)
+      if (input.node == dropped) tracer.guards.remove(GuardLog::Kind::Tensor, input.source);
   }
   trace_result.graph_module = tracer.graph.materialize(tracer.bridge.build_graph_module.get(), outputs);
   trace_result.example_inputs = check(PyList_New(0));
   for (const auto& input : tracer.inputs) {
+    if (tracer.graph.node(static_cast<size_t>(input.node)).dead) continue;
     trace_result.inputs.push_back(input.source);
     trace_result.sources.push_back(input.value->source());
     check_status(PyList_Append(trace_result.example_inputs.get(), input.real.get()));
   }
   trace_result.guard_set = std::make_shared<guards::GuardSet>();
   tracer.guards.apply(*trace_result.guard_set);
+  // The graph was traced under the grad mode the frame started with.
+  trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
   trace_result.guards = trace_result.guard_set->describe();
+  if (tracer.events) tracer.events->end_trace(trace_result.graph_module.get(), trace_result.guards);
   return trace_result;
 }
 

@@ -10,6 +10,7 @@
 
 #include "guards/guard_set.h"
 #include "python/ref.h"
+#include "trace/break_state.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -30,6 +31,8 @@ struct TraceResult {
   // Set when tracing stopped early: the graph then holds everything before the breaking
   // instruction, and its outputs are the tensors live on the stack and in locals there.
   std::optional<BreakInfo> graph_break;
+  // With graph_break: the stack and live locals there, as plans (trace/break_state.h).
+  std::optional<BreakState> break_state;
 };
 
 // Traces `function` (a Python function, bound method or nn.Module) called with `args`
@@ -37,5 +40,10 @@ struct TraceResult {
 // an unsupported return value) and PythonError for invalid arguments.
 // `log`, if not null, receives one line per interpreted instruction (see Tracer::log).
 TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs, PyObject* log = nullptr);
+
+// The same for a frame about to run (the frame hook's entry): `function` is a Python
+// function and `arguments` its first `count` localsplus slots (positional, keyword-only,
+// *args tuple, **kwargs dict, in that order), borrowed; null slots are unbound.
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log = nullptr);
 
 }  // namespace bytegraph::trace

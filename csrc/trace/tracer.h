@@ -16,6 +16,10 @@
 #include "trace/journal.h"
 #include "trace/value.h"
 
+namespace bytegraph::record {
+class TraceEvents;
+}
+
 namespace bytegraph::trace {
 
 // A code object decoded once per trace, with what the interpreter needs to index it.
@@ -36,6 +40,10 @@ struct FrameState {
   py::Ref<> globals;
   py::Ref<> builtins;
   bool root_globals = false;  // globals of the traced function: reads get G['name'] sources
+  // Otherwise, where this frame's globals dict comes from (`G['mod'].helper.__globals__`),
+  // or null when the inlined function has no source (its globals then go unguarded).
+  guards::SourcePtr globals_source;
+  bool root_builtins = false;  // the same builtins as the traced function
   Args stack;
   Args locals;   // localsplus order
   Args closure;  // CellValues for the free variables
@@ -44,6 +52,8 @@ struct FrameState {
   const bytecode::Instruction* current = nullptr;
   ValuePtr result;  // set by RETURN_VALUE
   bool outermost = false;
+  // Generators run eagerly to completion: what they yield, in order (null otherwise).
+  std::shared_ptr<Args> yielded;
 
   ValuePtr pop();
   ValuePtr& top(size_t depth = 0);
@@ -77,6 +87,9 @@ class Tracer {
   // Called with one "TRACE <opname> <argval> [<stack reprs>]" line before each instruction;
   // null when nobody listens (then logging costs nothing).
   py::Ref<> log;
+  // The event stream (csrc/record/) while a recorder is attached; null when nobody listens,
+  // which is the interpreter's only per-instruction cost of recording.
+  std::shared_ptr<record::TraceEvents> events;
 
   CodeInfo& code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }

@@ -56,6 +56,9 @@ class Value : public std::enable_shared_from_this<Value> {
   virtual ValuePtr get_item(Tracer& tracer, const ValuePtr& key);
   // The value's identity object if it stands for one known real object (modules, functions).
   virtual PyObject* real_object() const { return nullptr; }
+  // A method read from another value and not called yet (`x.sum`, `xs.append`): that value
+  // and the attribute name, so generated code can read it again at a graph break.
+  virtual std::pair<ValuePtr, std::string> bound_attribute() const { return {}; }
 
  private:
   guards::SourcePtr source_;
@@ -121,6 +124,7 @@ class TensorMethodValue : public Value {
   TensorMethodValue(ValuePtr tensor, std::string name) : tensor_(std::move(tensor)), name_(std::move(name)) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {tensor_, name_}; }
 
  private:
   ValuePtr tensor_;
@@ -257,15 +261,57 @@ class TorchFunctionValue : public Value {
 // folded on constants; operator.* on tensors records the operator.
 class BuiltinValue : public Value {
  public:
-  BuiltinValue(py::Ref<> function, guards::SourcePtr source = nullptr)
-      : Value(std::move(source)), function_(std::move(function)) {}
+  // `pure`: safe to run for real on constant arguments whatever the function is.
+  BuiltinValue(py::Ref<> function, guards::SourcePtr source = nullptr, bool pure = false)
+      : Value(std::move(source)), function_(std::move(function)), pure_(pure) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   PyObject* real_object() const override { return function_.get(); }
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(function_.get()); }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
 
  private:
   py::Ref<> function_;
+  bool pure_;
+};
+
+// super(cls, self): attribute lookups start after `cls` in type(self)'s MRO.
+class SuperValue : public Value {
+ public:
+  SuperValue(py::Ref<> cls, ValuePtr self) : cls_(std::move(cls)), self_(std::move(self)) {}
+  std::string repr() const override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+
+ private:
+  py::Ref<> cls_;
+  ValuePtr self_;
+};
+
+// torch.no_grad / torch.enable_grad (the classes) and their instances used in `with`:
+// entering records torch._C._set_grad_enabled(...) into the graph (which also switches the
+// real mode the fakes run under); the exit value restores the previous mode.
+class GradModeValue : public Value {
+ public:
+  GradModeValue(bool enabled, bool is_class, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), enabled_(enabled), is_class_(is_class) {}
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // BEFORE_WITH: switches the mode; returns the __exit__ value.
+  ValuePtr enter(Tracer& tracer);
+
+ private:
+  bool enabled_, is_class_;
+};
+
+class GradModeExitValue : public Value {
+ public:
+  explicit GradModeExitValue(bool previous) : previous_(previous) {}
+  std::string repr() const override { return "GradModeExit(" + std::string(previous_ ? "True" : "False") + ")"; }
+  bool previous() const { return previous_; }  // the mode the exit restores
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  bool previous_;
 };
 
 // bytegraph.graph_break(): always a break.
@@ -321,6 +367,7 @@ class OpaqueValue : public Value {
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(object_.get()); }
   PyObject* real_object() const override { return object_.get(); }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   bool truthy(Tracer&) const override { return true; }
 
  private:

@@ -33,6 +33,12 @@ bool foldable_builtin(PyObject* function) {
 }
 
 bool is_pure_module_function(PyObject* function) {
+  if (PyObject_TypeCheck(function, &PyMethodDescr_Type)) {
+    // str.upper, bytes.hex, int.bit_length: methods of immutable builtin types.
+    PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(function)->d_type;
+    return owner == &PyUnicode_Type || owner == &PyBytes_Type || owner == &PyLong_Type ||
+           owner == &PyFloat_Type || owner == &PyComplex_Type || owner == &PyTuple_Type;
+  }
   if (!PyCFunction_Check(function)) return false;
   PyObject* self = PyCFunction_GET_SELF(function);  // borrowed
   if (self == nullptr) return false;
@@ -190,7 +196,52 @@ ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, 
   return nullptr;
 }
 
+// super() reads the calling frame's __class__ cell and first argument, as CPython does.
+ValuePtr call_super(Tracer& tracer, const Args& args) {
+  if (args.size() == 2) {
+    PyObject* cls = args[0]->real_object();
+    if (!cls || !PyType_Check(cls)) unsupported("unsupported_call", "super() with class " + args[0]->repr());
+    return std::make_shared<SuperValue>(py::Ref<>::newref(cls), args[1]);
+  }
+  if (!args.empty() || tracer.frames.empty()) unsupported("unsupported_call", "super() with these arguments");
+  FrameState& frame = *tracer.frames.back();
+  const auto& names = frame.code->localsplus_names;
+  ValuePtr cls, self;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] != "__class__" || !frame.locals[i]) continue;
+    if (auto* cell = dynamic_cast<CellValue*>(frame.locals[i].get())) cls = cell->contents;
+  }
+  if (frame.code->argcount > 0 && frame.locals[0]) {
+    self = frame.locals[0];
+    if (auto* cell = dynamic_cast<CellValue*>(self.get())) self = cell->contents;
+  }
+  if (!cls || !self || !cls->real_object() || !PyType_Check(cls->real_object()))
+    unsupported("unsupported_call", "super() outside a method");
+  return std::make_shared<SuperValue>(py::Ref<>::newref(cls->real_object()), self);
+}
+
 }  // namespace
+
+std::string SuperValue::repr() const {
+  return "SuperVariable(" + std::string(reinterpret_cast<PyTypeObject*>(cls_.get())->tp_name) + ", " + self_->repr() + ")";
+}
+
+ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
+  PyObject* type = self_->python_type();
+  if (type == nullptr) unsupported("unsupported_attribute", repr() + "." + name);
+  PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;  // borrowed tuple
+  Py_ssize_t n = PyTuple_GET_SIZE(mro), start = 0;
+  while (start < n && PyTuple_GET_ITEM(mro, start) != cls_.get()) ++start;
+  for (Py_ssize_t i = start + 1; i < n; ++i) {
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* found = PyDict_GetItemString(dict, name.c_str());  // borrowed
+    if (found == nullptr) continue;
+    if (PyFunction_Check(found))
+      return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, nullptr), self_);
+    unsupported("unsupported_attribute", repr() + "." + name + " is not a Python function");
+  }
+  unsupported("unsupported_attribute", repr() + " has no attribute '" + name + "'");
+}
 
 std::string BuiltinValue::repr() const {
   py::Ref<> name = py::Ref<>::steal(PyObject_GetAttrString(function_.get(), "__name__"));
@@ -217,9 +268,10 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   }
   if (function == builtin("enumerate") && !args.empty()) return call_enumerate(tracer, args);
   if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
+  if (function == builtin("super")) return call_super(tracer, args);
   if (function == builtin("type") && args.size() == 1 && args[0]->python_type())
     return tracer.wrap(args[0]->python_type(), nullptr);
-  if (all_constant(args, kwargs) && (foldable_builtin(function) || is_pure_module_function(function)))
+  if (all_constant(args, kwargs) && (pure_ || foldable_builtin(function) || is_pure_module_function(function)))
     return fold(function, args, kwargs);
   if ((function == builtin("min") || function == builtin("max") || function == builtin("sum")) && kwargs.empty())
     return reduce_items(tracer, function == builtin("min") ? "min" : function == builtin("max") ? "max" : "sum", args);

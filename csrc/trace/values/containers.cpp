@@ -27,6 +27,7 @@ class ContainerMethodValue : public Value {
  public:
   ContainerMethodValue(ValuePtr self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
   std::string repr() const override { return "GetAttrVariable(" + self_->repr() + ", " + name_ + ")"; }
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {self_, name_}; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
     if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
     if (auto* seq = dynamic_cast<SequenceValue*>(self_.get())) return call_sequence(tracer, *seq, args);

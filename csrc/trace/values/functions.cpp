@@ -59,6 +59,66 @@ std::string OpaqueValue::repr() const {
   return "ObjectVariable(" + std::string(Py_TYPE(object_.get())->tp_name) + ")";
 }
 
+namespace {
+
+// An attribute read that runs no user code: found in the instance's __dict__, or a plain
+// function, constant or class found on the type (no properties, no __getattr__).
+PyObject* static_attribute(PyObject* object, const std::string& name, bool* from_instance) {
+  *from_instance = false;
+  if (!PyType_Check(object)) {
+    PyObject** dict = _PyObject_GetDictPtr(object);
+    if (dict && *dict) {
+      if (PyObject* found = PyDict_GetItemString(*dict, name.c_str())) {
+        *from_instance = true;
+        return found;  // borrowed
+      }
+    }
+  }
+  PyTypeObject* type = PyType_Check(object) ? reinterpret_cast<PyTypeObject*>(object) : Py_TYPE(object);
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* found = _PyType_Lookup(type, key.get());  // borrowed
+  if (found == nullptr) return nullptr;
+  if (PyFunction_Check(found) || !Py_TYPE(found)->tp_descr_get) return found;
+  return nullptr;
+}
+
+}  // namespace
+
+ValuePtr OpaqueValue::get_attr(Tracer& tracer, const std::string& name) {
+  bool from_instance = false;
+  PyObject* found = static_attribute(object_.get(), name, &from_instance);
+  if (found == nullptr) {
+    if (PyType_Check(object_.get())) {
+      // Class attributes with descriptors (staticmethod, classmethod): let getattr bind them.
+      PyObject* attribute = PyObject_GetAttrString(object_.get(), name.c_str());
+      if (attribute == nullptr) {
+        PythonError error = PythonError::fetch();
+        unsupported("unsupported_attribute", error.what());
+      }
+      py::Ref<> owned = py::Ref<>::steal(attribute);
+      return tracer.wrap(owned.get(), source() ? guards::attr_source(source(), name) : nullptr);
+    }
+    unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "') may run Python code");
+  }
+  if (PyFunction_Check(found) && !from_instance && !PyType_Check(object_.get())) {
+    guards::SourcePtr method = source() ? guards::attr_source(guards::type_source(source()), name) : nullptr;
+    return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, method), shared_from_this());
+  }
+  return tracer.wrap(found, source() ? guards::attr_source(source(), name) : nullptr);
+}
+
+ValuePtr BuiltinValue::get_attr(Tracer& tracer, const std::string& name) {
+  // str.join, dict.fromkeys, int.from_bytes: attributes of builtin types.
+  PyObject* attribute = PyObject_GetAttrString(function_.get(), name.c_str());
+  if (attribute == nullptr) {
+    PythonError error = PythonError::fetch();
+    unsupported("unsupported_attribute", error.what());
+  }
+  py::Ref<> owned = py::Ref<>::steal(attribute);
+  if (PyCallable_Check(owned.get()) && !PyType_Check(owned.get())) return std::make_shared<BuiltinValue>(std::move(owned));
+  return tracer.wrap(owned.get(), nullptr);
+}
+
 ValuePtr OpaqueValue::call(Tracer&, const Args&, const KwArgs&) {
   unsupported("unsupported_call", "calling " + py_repr(object_.get()) + ", which bytegraph cannot trace");
 }

@@ -54,7 +54,8 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
     // identity guard pins its class, so the function needs no guard of its own.
     PyObject* function = PyMethod_GET_FUNCTION(real.get());
     if (!PyFunction_Check(function)) unsupported("unsupported_attribute", repr() + "." + name + " is not a Python method");
-    return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(function, nullptr), shared_from_this());
+    guards::SourcePtr method = source() ? guards::attr_source(guards::type_source(source()), name) : nullptr;
+    return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(function, method), shared_from_this());
   }
   if (PyObject_TypeCheck(real.get(), (PyTypeObject*)tracer.bridge.tensor_type.get())) {
     if (!attr_source) unsupported("untracked_tensor", "a tensor attribute of a module with no source");
@@ -78,7 +79,8 @@ ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
   }
   py::Ref<> forward = check(PyObject_GetAttrString((PyObject*)Py_TYPE(module_.get()), "forward"));
   if (!PyFunction_Check(forward.get())) unsupported("unsupported_call", repr() + ".forward is not a Python function");
-  auto function = tracer.wrap_user_function(forward.get(), nullptr);
+  guards::SourcePtr method = source() ? guards::attr_source(guards::type_source(source()), "forward") : nullptr;
+  auto function = tracer.wrap_user_function(forward.get(), method);
   Args all{shared_from_this()};
   all.insert(all.end(), args.begin(), args.end());
   return function->call(tracer, all, kwargs);

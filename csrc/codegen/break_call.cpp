@@ -1,0 +1,143 @@
+#include "codegen/break_call.h"
+
+#include "bytecode/assemble.h"
+#include "bytecode/decode.h"
+#include "bytegraph/opcodes_generated.h"
+#include "codegen/break_site.h"
+#include "codegen/code_builder.h"
+#include "codegen/graph_call.h"
+#include "codegen/prefix.h"
+#include "python/errors.h"
+
+namespace bytegraph::codegen {
+
+namespace op = bytecode::op;
+
+namespace {
+
+constexpr int kMakeFunctionClosure = 0x08;
+
+std::string temporary_name(std::size_t position) { return "___tmp" + std::to_string(position); }
+
+bool uses_graph_outputs(const BreakCall& call) {
+  for (const OutputPlan& plan : call.stack)
+    if (plan.uses_graph_outputs()) return true;
+  for (const auto& [name, plan] : call.locals)
+    if (plan.uses_graph_outputs()) return true;
+  for (const auto& [name, plan] : call.cells)
+    if (plan.uses_graph_outputs()) return true;
+  return false;
+}
+
+void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
+  builder.emit(op::PUSH_NULL);
+  builder.load_const(call.set_grad_enabled.get());
+  builder.load_const(call.grad_enabled_outside.get());
+  builder.call(1);
+  builder.emit(op::POP_TOP);
+}
+
+// The handler of the breaking instruction inside grad-mode blocks: [exc] -> the outside mode
+// is back, and the exception propagates (generated code has no other handler).
+bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakCall& call) {
+  const std::size_t first = builder.instructions().size();
+  emit_set_grad_enabled(builder, call);
+  builder.emit(op::RERAISE, 0);
+  return builder.instructions()[first].get();
+}
+
+void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
+  for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
+  for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
+  for (const auto& [name, plan] : call.cells) emit_plan(builder, plan, code);
+  for (auto it = call.cells.rbegin(); it != call.cells.rend(); ++it)
+    builder.emit(op::STORE_DEREF, -1, interned(it->first));
+  for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
+}
+
+// resume(*stack, *locals) with a function made here, so it gets this frame's globals and,
+// through LOAD_CLOSURE, this frame's cells: its free variables are this frame's free
+// variables and cell variables, by name.
+void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
+  const std::size_t depth = resume.stack_nulls.size();
+  // The stack is parked in temporaries (STORE_FAST also takes a NULL) so the function and
+  // the call protocol's NULL can go below the arguments.
+  for (std::size_t i = depth; i-- > 0;) builder.store_fast(resume.stack_nulls[i] ? "___null" : temporary_name(i));
+  builder.emit(op::PUSH_NULL);
+  py::Ref<> freevars = check(PyCode_GetFreevars(reinterpret_cast<PyCodeObject*>(resume.code.get())));
+  const Py_ssize_t nfree = PyTuple_GET_SIZE(freevars.get());
+  for (Py_ssize_t i = 0; i < nfree; ++i)
+    builder.emit(op::LOAD_CLOSURE, -1, py::Ref<>::newref(PyTuple_GET_ITEM(freevars.get(), i)));
+  if (nfree > 0) builder.build(op::BUILD_TUPLE, static_cast<int>(nfree));
+  builder.load_const(resume.code.get());
+  builder.emit(op::MAKE_FUNCTION, nfree > 0 ? kMakeFunctionClosure : 0);
+  int nargs = 0;
+  for (std::size_t i = 0; i < depth; ++i) {
+    if (resume.stack_nulls[i]) continue;
+    builder.load_fast(temporary_name(i));
+    ++nargs;
+  }
+  for (const std::string& name : resume.locals) {
+    builder.load_fast(name);
+    ++nargs;
+  }
+  builder.call(nargs);
+  builder.return_value();
+}
+
+}  // namespace
+
+py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
+  bytecode::DecodedCode decoded = bytecode::decode(code);
+  BreakSite site = find_break_site(decoded.instructions, call.offset, static_cast<bool>(call.set_grad_enabled));
+  if (!site.not_splittable.empty()) throw PythonError::make(PyExc_ValueError, "cannot split here: " + site.not_splittable);
+  if (site.continuations.size() != call.resumes.size())
+    throw PythonError::make(PyExc_ValueError, "the breaking instruction has " + std::to_string(site.continuations.size()) +
+                                                  " continuation(s), got " + std::to_string(call.resumes.size()));
+  const bytecode::Instruction& inst = *decoded.instructions[site.index];
+  const bool in_grad_mode_block = static_cast<bool>(call.set_grad_enabled);
+
+  CodeBuilder builder;
+  copy_prefix(builder, code);
+  builder.set_positions(first_line_positions(code));
+  if (call.compiled_fn) emit_graph_call(builder, call.inputs, call.compiled_fn.get(), uses_graph_outputs(call), code);
+  if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
+  restore_state(builder, call, code);
+
+  builder.set_positions(inst.positions);
+  const std::size_t first_protected = builder.instructions().size();
+  bytecode::Instruction* branch = nullptr;
+  switch (site.kind) {
+    case BreakSite::Kind::Call:
+      if (call.kw_names && call.kw_names.get() != Py_None) builder.emit(op::KW_NAMES, -1, call.kw_names.copy());
+      builder.call(inst.arg);
+      break;
+    case BreakSite::Kind::Branch:
+      branch = &builder.emit(inst.opcode, 0);
+      break;
+    case BreakSite::Kind::Simple:
+    case BreakSite::Kind::Terminal:
+      builder.emit(inst.opcode, inst.arg, inst.argval.copy());
+      break;
+  }
+  const std::size_t end_protected = builder.instructions().size();
+  for (std::size_t i = 0; i < call.resumes.size(); ++i) {
+    const std::size_t first = builder.instructions().size();
+    if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
+    emit_resume_call(builder, call.resumes[i]);
+    if (branch != nullptr && i == 1) branch->target = builder.instructions()[first].get();
+  }
+  if (in_grad_mode_block) {
+    auto entry = std::make_shared<bytecode::ExceptionTableEntry>();
+    entry->target = emit_grad_mode_handler(builder, call);
+    entry->depth = 0;
+    entry->lasti = false;
+    for (std::size_t i = first_protected; i < end_protected; ++i) builder.instructions()[i]->exception_entry = entry;
+    entry->start = builder.instructions()[first_protected].get();
+    entry->end = builder.instructions()[end_protected - 1].get();
+  }
+  bytecode::InstructionList instructions = builder.take();
+  return bytecode::assemble(instructions, code);
+}
+
+}  // namespace bytegraph::codegen

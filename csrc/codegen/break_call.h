@@ -1,0 +1,52 @@
+// Code generation for a frame split at a graph break (Dynamo's "compile the partial graph
+// and resume"). The new code object
+//   1. runs the original prefix and calls the compiled graph (everything before the break);
+//   2. rebuilds the value stack the trace stopped with, stores the live locals in their slots
+//      and the cell variables' contents in their cells (all values are computed before any
+//      slot or cell is written, so a value re-read from an argument sees the argument);
+//   3. runs the breaking instruction itself, for real (a CALL with its KW_NAMES and PRECALL;
+//      for a branch on a tensor, the original conditional jump choosing between two paths);
+//   4. on each path, calls that continuation's resume function with the stack left there
+//      and the live locals, and returns its result. The resume function's closure is built
+//      from this frame's cells and free variables, named by its co_freevars.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/output_plan.h"
+#include "guards/source.h"
+#include "python/ref.h"
+
+namespace bytegraph::codegen {
+
+struct ResumeCall {
+  py::Ref<> code;                   // the resume function's code object
+  std::vector<bool> stack_nulls;    // the stack on this path after the instruction (true: a NULL or
+                                    // a grad-mode exit, which are not passed)
+  std::vector<std::string> locals;  // locals passed after the non-NULL stack values
+};
+
+struct BreakCall {
+  std::vector<guards::SourcePtr> inputs;
+  py::Ref<> compiled_fn;  // null when the graph has no operations
+  std::vector<OutputPlan> stack;  // bottom first
+  std::vector<std::pair<std::string, OutputPlan>> locals;
+  std::vector<std::pair<std::string, OutputPlan>> cells;  // contents of cell variables, by name
+  py::Ref<> kw_names;  // the CALL's pending keyword names, or null
+  int offset = -1;     // of the breaking instruction in the code being replaced
+  std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order
+  // Set when the break is inside grad-mode `with` blocks: torch._C._set_grad_enabled and the
+  // mode outside the blocks. The graph leaves the blocks' mode on; generated code sets the
+  // outside mode before rebuilding the stack (whose Enter plans enter the blocks again), when
+  // the breaking instruction raises (then re-raises), and before each resume call (the
+  // resume function enters the blocks itself).
+  py::Ref<> set_grad_enabled, grad_enabled_outside;
+};
+
+py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const BreakCall& call);
+
+}  // namespace bytegraph::codegen

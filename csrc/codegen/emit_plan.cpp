@@ -1,0 +1,87 @@
+#include "bytegraph/opcodes_generated.h"
+#include "codegen/output_plan.h"
+#include "codegen/source_loader.h"
+#include "python/errors.h"
+
+namespace bytegraph::codegen {
+
+namespace op = bytecode::op;
+
+bool OutputPlan::uses_graph_outputs() const {
+  if (kind == Kind::GraphOutput) return true;
+  for (const OutputPlan& item : items) {
+    if (item.uses_graph_outputs()) return true;
+  }
+  return false;
+}
+
+void emit_enter_context(CodeBuilder& builder, PyObject* cls) {
+  builder.emit(op::PUSH_NULL);
+  builder.load_const(cls);
+  builder.call(0);
+  builder.emit(op::BEFORE_WITH);
+  builder.emit(op::POP_TOP);  // what __enter__ returned
+}
+
+void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code) {
+  using Kind = OutputPlan::Kind;
+  switch (plan.kind) {
+    case Kind::GraphOutput: {
+      builder.load_fast(kGraphOutputLocal);
+      py::Ref<> index = check(PyLong_FromLong(plan.index));
+      builder.subscript_const(index.get());
+      return;
+    }
+    case Kind::Constant:
+      builder.load_const(plan.constant.get());
+      return;
+    case Kind::Source:
+      emit_load_source(builder, *plan.source, code);
+      return;
+    case Kind::Tuple:
+    case Kind::List:
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.build(plan.kind == Kind::Tuple ? op::BUILD_TUPLE : op::BUILD_LIST, static_cast<int>(plan.items.size()));
+      return;
+    case Kind::Dict:
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.load_const(plan.keys.get());
+      builder.build(op::BUILD_CONST_KEY_MAP, static_cast<int>(plan.items.size()));
+      return;
+    case Kind::Null:
+      builder.emit(op::PUSH_NULL);
+      return;
+    case Kind::Iterator:
+      // The loop only ever calls next() on it: an iterator over the remaining items
+      // behaves the same from here on.
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
+      builder.emit(op::GET_ITER);
+      return;
+    case Kind::MakeFunction:
+      // MAKE_FUNCTION pops, top first: code, closure, kwdefaults, defaults.
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      for (const std::string& name : plan.names) builder.emit(op::LOAD_CLOSURE, -1, interned(name));
+      if (!plan.names.empty()) builder.build(op::BUILD_TUPLE, static_cast<int>(plan.names.size()));
+      builder.load_const(plan.constant.get());
+      builder.emit(op::MAKE_FUNCTION, plan.index);
+      return;
+    case Kind::BoundMethod:
+      builder.emit(op::PUSH_NULL);
+      builder.load_const(plan.constant.get());
+      emit_plan(builder, plan.items.at(0), code);
+      emit_plan(builder, plan.items.at(1), code);
+      builder.call(2);
+      return;
+    case Kind::EnterContext:
+      emit_enter_context(builder, plan.constant.get());
+      return;
+    case Kind::Attr:
+      emit_plan(builder, plan.items.at(0), code);
+      builder.load_attr(plan.attribute);
+      return;
+  }
+  throw InternalError("emit_plan: unknown plan kind");
+}
+
+}  // namespace bytegraph::codegen

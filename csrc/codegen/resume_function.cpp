@@ -1,0 +1,127 @@
+#include "codegen/resume_function.h"
+
+#include <algorithm>
+
+#include "bytecode/assemble.h"
+#include "bytecode/decode.h"
+#include "bytegraph/opcodes_generated.h"
+#include "codegen/code_builder.h"
+#include "codegen/output_plan.h"
+#include "python/errors.h"
+
+namespace bytegraph::codegen {
+
+namespace op = bytecode::op;
+
+namespace {
+
+constexpr int kVarargsFlag = 0x04;
+constexpr int kVarkeywordsFlag = 0x08;
+
+// The leading MAKE_CELL / COPY_FREE_VARS / NOP / RESUME instructions: the prologue runs its
+// own copy, and nothing jumps back into them.
+std::size_t prefix_length(const bytecode::InstructionList& instructions) {
+  std::size_t i = 0;
+  while (i < instructions.size()) {
+    int opcode = instructions[i]->opcode;
+    if (opcode != op::MAKE_CELL && opcode != op::COPY_FREE_VARS && opcode != op::NOP && opcode != op::RESUME) break;
+    ++i;
+    if (opcode == op::RESUME) break;
+  }
+  return i;
+}
+
+std::vector<std::string> names_of(PyObject* tuple /* borrowed */) {
+  std::vector<std::string> names;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) names.push_back(PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i)));
+  return names;
+}
+
+py::Ref<> tuple_of_names(const std::vector<std::string>& names) {
+  py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(names.size())));
+  for (std::size_t i = 0; i < names.size(); ++i) PyTuple_SET_ITEM(tuple.get(), i, interned(names[i]).release());
+  return tuple;
+}
+
+// Arguments first (stack values, then live locals), then the original's other locals.
+std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpec& spec,
+                                         const std::vector<std::string>& cell_names, int& argcount) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < spec.stack.size(); ++i)
+    if (spec.stack[i] != StackSlot::Null && spec.stack[i] != StackSlot::Context) names.push_back(stack_argument_name(i));
+  names.insert(names.end(), spec.locals.begin(), spec.locals.end());
+  argcount = static_cast<int>(names.size());
+  py::Ref<> varnames = check(PyCode_GetVarnames(original));
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(varnames.get()); ++i) {
+    std::string name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(varnames.get(), i));
+    if (std::find(cell_names.begin(), cell_names.end(), name) != cell_names.end()) continue;  // now free
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string stack_argument_name(std::size_t position) { return "___stack" + std::to_string(position); }
+
+ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
+  py::Ref<> cellvars = check(PyCode_GetCellvars(original));
+  py::Ref<> freevars = check(PyCode_GetFreevars(original));
+  std::vector<std::string> cell_names = names_of(cellvars.get());
+  std::vector<std::string> free_names = names_of(freevars.get());
+  free_names.insert(free_names.end(), cell_names.begin(), cell_names.end());
+  bytecode::DecodedCode decoded = bytecode::decode(original);
+  auto& instructions = decoded.instructions;
+  const std::size_t skipped = prefix_length(instructions);
+  bytecode::Instruction* target = nullptr;
+  for (std::size_t i = skipped; i < instructions.size(); ++i)
+    if (instructions[i]->offset == spec.offset) target = instructions[i].get();
+  if (target == nullptr)
+    throw PythonError::make(PyExc_ValueError, "no instruction to resume at offset " + std::to_string(spec.offset));
+
+  CodeBuilder builder;
+  builder.set_positions(target->positions);
+  if (!free_names.empty()) builder.emit(op::COPY_FREE_VARS, static_cast<int>(free_names.size()));
+  builder.emit(op::RESUME, 0);
+  for (std::size_t i = 0; i < spec.stack.size(); ++i) {
+    if (spec.stack[i] == StackSlot::Null) {
+      builder.emit(op::PUSH_NULL);
+      continue;
+    }
+    if (spec.stack[i] == StackSlot::Context) {
+      emit_enter_context(builder, spec.contexts.at(i).get());
+      continue;
+    }
+    builder.load_fast(stack_argument_name(i));
+    if (spec.stack[i] == StackSlot::Iterator) builder.emit(op::GET_ITER);
+  }
+  builder.emit(op::JUMP_FORWARD, 0).target = target;
+  const std::size_t prologue = builder.instructions().size();
+  std::vector<int> kept_offsets;
+  for (std::size_t i = skipped; i < instructions.size(); ++i) {
+    kept_offsets.push_back(instructions[i]->offset);
+    builder.instructions().push_back(std::move(instructions[i]));
+  }
+
+  bytecode::CodeOverrides overrides;
+  int argcount = 0;
+  overrides.varnames = tuple_of_names(resume_varnames(original, spec, cell_names, argcount));
+  overrides.cellvars = tuple_of_names({});
+  overrides.freevars = tuple_of_names(free_names);
+  overrides.argcount = argcount;
+  overrides.posonlyargcount = 0;
+  overrides.kwonlyargcount = 0;
+  overrides.flags = original->co_flags & ~(kVarargsFlag | kVarkeywordsFlag);
+  overrides.name = interned(spec.name);
+  overrides.qualname = interned(spec.name);
+  bytecode::InstructionList list = builder.take();
+  ResumeCode result;
+  result.code = bytecode::assemble(list, original, overrides);
+
+  bytecode::DecodedCode assembled = bytecode::decode(reinterpret_cast<PyCodeObject*>(result.code.get()));
+  for (std::size_t j = 0; j < kept_offsets.size() && prologue + j < assembled.instructions.size(); ++j)
+    result.original_offsets.emplace_back(assembled.instructions[prologue + j]->offset, kept_offsets[j]);
+  return result;
+}
+
+}  // namespace bytegraph::codegen

@@ -1,0 +1,140 @@
+// Recording operations: run on fakes, append the node, wrap the result (folding results
+// computed from metadata alone, splitting multiple outputs with getitem nodes).
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+py::Ref<> graph_args(Tracer& tracer, const Args& args, ArgMode mode) {
+  py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  for (size_t i = 0; i < args.size(); ++i)
+    PyTuple_SET_ITEM(tuple.get(), i, args[i]->as_graph_arg(tracer, mode).release());
+  return tuple;
+}
+
+py::Ref<> graph_kwargs(Tracer& tracer, const KwArgs& kwargs, ArgMode mode) {
+  py::Ref<> dict = check(PyDict_New());
+  for (const auto& [name, value] : kwargs)
+    check_status(PyDict_SetItemString(dict.get(), name.c_str(), value->as_graph_arg(tracer, mode).get()));
+  return dict;
+}
+
+namespace {
+
+// Runs an op on fakes; failures become graph breaks with a stable kind.
+py::Ref<> run_on_fakes(PyObject* run_op, const char* kind, PyObject* target, PyObject* args, PyObject* kwargs,
+                       const Bridge& bridge, const std::string& what) {
+  py::Ref<> kind_name = check(PyUnicode_FromString(kind));
+  PyObject* result = PyObject_CallFunctionObjArgs(run_op, kind_name.get(), target, args, kwargs, nullptr);
+  if (result != nullptr) return py::Ref<>::steal(result);
+  bool data_dependent = PyErr_ExceptionMatches(bridge.data_dependent_error.get());
+  PythonError error = PythonError::fetch();
+  if (data_dependent) unsupported("data_dependent_op", what + ": " + error.what());
+  unsupported("fake_op_failed", what + " failed on fake tensors: " + error.what());
+}
+
+}  // namespace
+
+ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs) {
+  py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
+  py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
+  std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());
+  py::Ref<> result = run_on_fakes(run_op_.get(), graph::op_name(op), target.get(), fake_args.get(),
+                                  fake_kwargs.get(), bridge, what);
+  py::Ref<> node_args = graph_args(*this, args, ArgMode::Graph);
+  py::Ref<> node_kwargs = graph_kwargs(*this, kwargs, ArgMode::Graph);
+  graph::Node& node = graph.append(op, std::move(target), std::move(node_args), std::move(node_kwargs),
+                                   py::Ref<>::newref(result.get()), location());
+  return wrap_result(node.index, result.get());
+}
+
+ValuePtr Tracer::record_module_call(PyObject* module, const std::string& name, const Args& args,
+                                    const KwArgs& kwargs) {
+  py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
+  py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
+  py::Ref<> result = run_on_fakes(run_op_.get(), "call_module", module, fake_args.get(), fake_kwargs.get(),
+                                  bridge, py_repr((PyObject*)Py_TYPE(module)));
+  std::string attr = graph.add_root_attr(name, module);
+  py::Ref<> node_args = graph_args(*this, args, ArgMode::Graph);
+  py::Ref<> node_kwargs = graph_kwargs(*this, kwargs, ArgMode::Graph);
+  graph::Node& node = graph.append(graph::Op::CallModule, check(PyUnicode_FromString(attr.c_str())),
+                                   std::move(node_args), std::move(node_kwargs),
+                                   py::Ref<>::newref(result.get()), location());
+  return wrap_result(node.index, result.get());
+}
+
+namespace {
+
+bool contains_tensor(PyObject* object, PyObject* tensor_type) {
+  if (PyObject_TypeCheck(object, (PyTypeObject*)tensor_type)) return true;
+  if (PyTuple_Check(object) || PyList_Check(object)) {
+    Py_ssize_t n = PySequence_Size(object);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      py::Ref<> item = check(PySequence_GetItem(object, i));
+      if (contains_tensor(item.get(), tensor_type)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+ValuePtr Tracer::wrap_result(int node, PyObject* result) {
+  PyObject* tensor_type = bridge.tensor_type.get();
+  if (PyObject_TypeCheck(result, (PyTypeObject*)tensor_type)) {
+    auto value = std::make_shared<TensorValue>(node, py::Ref<>::newref(result));
+    value->target = graph.node(node).target.copy();
+    return value;
+  }
+  if (!contains_tensor(result, tensor_type)) {
+    // An op returning None ran for its effect (x[i] = v): keep its node.
+    if (result == Py_None) return ConstantValue::none();
+    // A result computed from metadata alone (a size, a flag): fold it, no node needed.
+    if (classify(result) == ObjectKind::Constant) {
+      graph.truncate(static_cast<size_t>(node));
+      return ConstantValue::make(py::Ref<>::newref(result));
+    }
+    unsupported("unsupported_op_result", "an operation returned " + py_repr((PyObject*)Py_TYPE(result)));
+  }
+  if (!PyTuple_Check(result) && !PyList_Check(result))
+    unsupported("unsupported_op_result", "an operation returned " + py_repr((PyObject*)Py_TYPE(result)));
+  return wrap_items(node, result);
+}
+
+ValuePtr Tracer::wrap_items(int node, PyObject* result) {
+  // Multiple outputs: one getitem node per item holding tensors (nested tuples nest them).
+  PyObject* tensor_type = bridge.tensor_type.get();
+  Args items;
+  Py_ssize_t n = PySequence_Size(result);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    py::Ref<> item = check(PySequence_GetItem(result, i));
+    bool tensor = PyObject_TypeCheck(item.get(), (PyTypeObject*)tensor_type);
+    if (tensor || ((PyTuple_Check(item.get()) || PyList_Check(item.get())) && contains_tensor(item.get(), tensor_type))) {
+      py::Ref<> index = check(PyLong_FromSsize_t(i));
+      py::Ref<> args = check(PyTuple_Pack(2, graph.node(node).ref.get(), index.get()));
+      graph::Node& getitem = graph.append(graph::Op::CallFunction, py::Ref<>::newref(bridge.getitem.get()),
+                                          std::move(args), nullptr, item.copy(), location());
+      if (!tensor) {
+        items.push_back(wrap_items(getitem.index, item.get()));
+        continue;
+      }
+      auto value = std::make_shared<TensorValue>(getitem.index, std::move(item));
+      value->target = graph.node(node).target.copy();
+      items.push_back(std::move(value));
+    } else if (classify(item.get()) == ObjectKind::Constant) {
+      items.push_back(ConstantValue::make(std::move(item)));
+    } else {
+      unsupported("unsupported_op_result", "an operation returned a sequence holding " +
+                                               py_repr((PyObject*)Py_TYPE(item.get())));
+    }
+  }
+  auto sequence = std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
+  // Named results (torch.return_types.max, namedtuples) keep their field names.
+  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) {
+    py::Ref<> fields = py::Ref<>::steal(PyObject_GetAttrString((PyObject*)Py_TYPE(result), "__match_args__"));
+    if (fields && PyTuple_Check(fields.get())) sequence->field_names = std::move(fields);
+    else PyErr_Clear();
+  }
+  return sequence;
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,46 @@
+// Grad-mode context managers: `with torch.no_grad():` inside a traced function.
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+bool real_grad_enabled(const Bridge& bridge) {
+  py::Ref<> enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
+  return enabled.get() == Py_True;
+}
+
+// Records torch._C._set_grad_enabled(enabled); running it on fakes switches the real mode,
+// so the ops recorded after it see the same mode they will run under.
+void record_set_grad_enabled(Tracer& tracer, bool enabled) {
+  ValuePtr flag = ConstantValue::make(py::Ref<>::newref(enabled ? Py_True : Py_False));
+  tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
+}
+
+}  // namespace
+
+std::string GradModeValue::repr() const {
+  return std::string("GradModeVariable(") + (enabled_ ? "enable_grad" : "no_grad") + (is_class_ ? ", class" : "") + ")";
+}
+
+ValuePtr GradModeValue::call(Tracer&, const Args& args, const KwArgs& kwargs) {
+  if (!is_class_ || !args.empty() || !kwargs.empty()) unsupported("unsupported_call", "calling " + repr());
+  return std::make_shared<GradModeValue>(enabled_, false);
+}
+
+ValuePtr GradModeValue::enter(Tracer& tracer) {
+  if (is_class_) unsupported("unsupported_context", "`with` on the class " + repr());
+  bool previous = real_grad_enabled(tracer.bridge);
+  record_set_grad_enabled(tracer, enabled_);
+  return std::make_shared<GradModeExitValue>(previous);
+}
+
+ValuePtr GradModeExitValue::call(Tracer& tracer, const Args& args, const KwArgs&) {
+  // __exit__(None, None, None): the normal exit (exceptional exits are not traced).
+  for (const auto& arg : args)
+    if (!arg->is_constant() || arg->constant() != Py_None) unsupported("unsupported_context", "exceptional __exit__");
+  record_set_grad_enabled(tracer, previous_);
+  return ConstantValue::make(py::Ref<>::newref(Py_False));
+}
+
+}  // namespace bytegraph::trace

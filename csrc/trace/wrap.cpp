@@ -1,0 +1,174 @@
+// Wrapping real values read by the traced code (Dynamo's VariableBuilder): each kind of
+// object becomes its symbolic value, with the source it was read from and the guards the
+// trace relies on.
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+using guards::SourcePtr;
+
+namespace {
+
+// Values EQUALS_MATCH can compare; other constants (dtypes, devices, code) are pinned by identity.
+bool is_literal(PyObject* value) {
+  if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+      PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value))
+    return true;
+  if (!PyTuple_CheckExact(value)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i)
+    if (!is_literal(PyTuple_GET_ITEM(value, i))) return false;
+  return true;
+}
+
+bool is_direct(const SourcePtr& source) {
+  using K = guards::Source::Kind;
+  return source && (source->kind == K::Local || source->kind == K::Global ||
+                    source->kind == K::Closure || source->kind == K::Builtin);
+}
+
+}  // namespace
+
+ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
+  for (const auto& input : inputs)
+    if (input.real.get() == real) return input.value;  // the same tensor passed twice
+  if (!source) unsupported("untracked_tensor", "a tensor with no known source");
+  guards.add(GuardLog::Kind::Tensor, source, real);
+  py::Ref<> fake = check(PyObject_CallOneArg(fake_input_.get(), real));
+  std::string name = graph.unique_name(graph::identifier_from(source->repr()));
+  py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
+  graph::Node& node = graph.append(graph::Op::Placeholder, std::move(target), nullptr, nullptr,
+                                   fake.copy(), {}, name);
+  auto value = std::make_shared<TensorValue>(node.index, std::move(fake), source);
+  value->display_name = name;
+  inputs.push_back(Input{node.index, source->repr(), py::Ref<>::newref(real), value});
+  return value;
+}
+
+ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
+  for (const auto& known : module_tensors)
+    if (known.real.get() == real) return known.value;
+  std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
+  py::Ref<> fake = check(PyObject_CallOneArg(fake_input_.get(), real));
+  py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
+  graph::Node& node = graph.append(graph::Op::GetAttr, std::move(target), nullptr, nullptr,
+                                   fake.copy(), location(), name);
+  auto value = std::make_shared<TensorValue>(node.index, std::move(fake), source);
+  value->display_name = name;
+  module_tensors.push_back(ModuleTensor{node.index, py::Ref<>::newref(real), value});
+  return value;
+}
+
+std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, const SourcePtr& source) {
+  auto* function = reinterpret_cast<PyFunctionObject*>(real);
+  py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
+  auto value = std::make_shared<UserFunctionValue>(py::Ref<>::newref(function->func_code),
+                                                   py::Ref<>::newref(function->func_globals),
+                                                   PyUnicode_AsUTF8(name.get()), source);
+  value->function = py::Ref<>::newref(real);
+  // The identity guard pins defaults and closure cells' identity, but not the cells'
+  // contents: those get their own guards through their sources.
+  if (function->func_defaults) {
+    SourcePtr defaults = source ? guards::attr_source(source, "__defaults__") : nullptr;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(function->func_defaults); ++i)
+      value->defaults.push_back(wrap(PyTuple_GET_ITEM(function->func_defaults, i),
+                                     defaults ? guards::item_source(defaults, check(PyLong_FromSsize_t(i))) : nullptr));
+  }
+  if (function->func_kwdefaults) {
+    SourcePtr defaults = source ? guards::attr_source(source, "__kwdefaults__") : nullptr;
+    PyObject *key, *item;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(function->func_kwdefaults, &position, &key, &item))
+      value->kwdefaults.emplace_back(PyUnicode_AsUTF8(key),
+                                     wrap(item, defaults ? guards::item_source(defaults, py::Ref<>::newref(key)) : nullptr));
+  }
+  if (function->func_closure) {
+    SourcePtr cells = source ? guards::attr_source(source, "__closure__") : nullptr;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(function->func_closure); ++i) {
+      PyObject* cell = PyTuple_GET_ITEM(function->func_closure, i);
+      PyObject* contents = PyCell_GET(cell);
+      SourcePtr cell_source = cells ? guards::attr_source(guards::item_source(cells, check(PyLong_FromSsize_t(i))), "cell_contents") : nullptr;
+      value->closure.push_back(std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false));
+    }
+  }
+  return value;
+}
+
+ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
+  using K = GuardLog::Kind;
+  ObjectKind kind = classify(real);
+  switch (kind) {
+    case ObjectKind::Constant:
+      guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
+      return ConstantValue::make(py::Ref<>::newref(real), source);
+    case ObjectKind::Tensor:
+      return wrap_tensor(real, source);
+    case ObjectKind::Module:
+    case ObjectKind::LeafModule: {
+      guards.add(K::Id, source, real);
+      if (source) {
+        py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
+        guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
+      }
+      bool leaf = kind == ObjectKind::LeafModule;
+      return std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
+    }
+    case ObjectKind::Tuple:
+    case ObjectKind::List: {
+      bool is_list = PyList_Check(real);
+      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+      Py_ssize_t n = PySequence_Size(real);
+      guards.add(K::Length, source, nullptr, n);
+      Args items;
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        py::Ref<> item = check(PySequence_GetItem(real, i));
+        py::Ref<> key = check(PyLong_FromSsize_t(i));
+        items.push_back(wrap(item.get(), source ? guards::item_source(source, std::move(key)) : nullptr));
+      }
+      return std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
+    }
+    case ObjectKind::Dict: {
+      if (!PyDict_CheckExact(real)) unsupported("unsupported_dict", "dict subclass input " + py_repr((PyObject*)Py_TYPE(real)));
+      py::Ref<> keys = check(PySequence_Tuple(check(PyDict_Keys(real)).get()));
+      guards.add(K::DictKeys, source, keys.get());
+      auto dict = std::make_shared<DictValue>(source, false);
+      PyObject *key, *item;  // borrowed
+      Py_ssize_t position = 0;
+      while (PyDict_Next(real, &position, &key, &item)) {
+        dict->set_item(key, wrap(item, source ? guards::item_source(source, py::Ref<>::newref(key)) : nullptr));
+      }
+      return dict;
+    }
+    case ObjectKind::PythonModule:
+      guards.add(K::Id, source, real);
+      return std::make_shared<PythonModuleValue>(py::Ref<>::newref(real), source);
+    case ObjectKind::UserFunction:
+      guards.add(K::Id, source, real);
+      return wrap_user_function(real, source);
+    case ObjectKind::UserMethod: {
+      py::Ref<> function = check(PyObject_GetAttrString(real, "__func__"));
+      py::Ref<> self = check(PyObject_GetAttrString(real, "__self__"));
+      return std::make_shared<BoundMethodValue>(
+          wrap(function.get(), source ? guards::attr_source(source, "__func__") : nullptr),
+          wrap(self.get(), source ? guards::attr_source(source, "__self__") : nullptr));
+    }
+    case ObjectKind::TorchFunction:
+      if (is_direct(source)) guards.add(K::Id, source, real);
+      return std::make_shared<TorchFunctionValue>(py::Ref<>::newref(real), source);
+    case ObjectKind::Builtin:
+    case ObjectKind::PureFunction:
+      if (is_direct(source)) guards.add(K::Id, source, real);
+      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
+    case ObjectKind::GraphBreak:
+      return std::make_shared<GraphBreakValue>(source);
+    case ObjectKind::GradMode:
+      if (is_direct(source)) guards.add(K::Id, source, real);
+      return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
+    case ObjectKind::Class:
+    case ObjectKind::Unknown:
+      guards.add(K::Id, source, real);
+      return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
+  }
+  throw InternalError("unhandled object kind");
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,10 @@
+"""A module other than the traced function's, for globals read by inlined helpers."""
+
+import torch
+
+BIAS = torch.arange(3.0)
+SCALE = 2
+
+
+def helper(x):
+    return x * SCALE + BIAS
