@@ -1,9 +1,9 @@
 """What each system captures from a model: graphs, graph breaks, ops, frames left eager.
 
 bytegraph: a CompileCounter backend counts graphs and ops; its loggers tell the breaks
-("bytegraph.graph_breaks") and the frames it could not compile ("bytegraph" warnings): until
-frames are split at breaks, such a frame runs eagerly as a whole (its callees may still be
-captured on their own). torch: torch._dynamo.explain.
+("bytegraph.graph_breaks"), the frames that could not be split at a break and ran eagerly,
+and the frames it could not compile ("bytegraph" warnings), which run eagerly too (their
+callees may still be captured on their own). torch: torch._dynamo.explain.
 """
 
 import contextlib
@@ -13,15 +13,28 @@ import torch
 
 
 class _Collect(logging.Handler):
+    """Sorts bytegraph's log records into graph breaks, frames run eagerly and failures.
+
+    A break either splits the frame (a graph before it, resume functions after it) or, where
+    the frame cannot be split, makes the frame run eagerly: the latter is logged from
+    FrameConverter._on_graph_break, or as "<frame> runs eagerly: <why>".
+    """
+
     def __init__(self):
         super().__init__(level=logging.INFO)
         self.breaks = []
+        self.eager = []
         self.failures = []
 
     def emit(self, record):
         first_line = record.getMessage().splitlines()[0]
         if record.name == "bytegraph.graph_breaks":
-            self.breaks.append(first_line)
+            if first_line.startswith("Graph break in"):
+                self.breaks.append(first_line)
+                if record.funcName == "_on_graph_break":
+                    self.eager.append(first_line)
+            elif " runs eagerly" in first_line:
+                self.eager.append(first_line)
         elif record.levelno >= logging.WARNING:
             self.failures.append(first_line)
 
@@ -65,8 +78,9 @@ def bytegraph_capture(fn, args, kwargs):
         "graphs": counter.frame_count,
         "ops": counter.op_count,
         "breaks": len(events.breaks),
-        "eager_frames": len(events.breaks) + len(events.failures),
+        "eager_frames": len(events.eager) + len(events.failures),
         "break_reasons": events.breaks[:3],
+        "eager_reasons": events.eager[:3],
         "failures": events.failures[:3],
     }
 

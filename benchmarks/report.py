@@ -56,7 +56,7 @@ def bytegraph_note(row):
     if capture and capture.get("eager_frames"):
         what = "frame" if capture["eager_frames"] == 1 else "frames"
         notes.append(f"{capture['eager_frames']} {what} ran eagerly")
-        reasons = capture.get("break_reasons") or capture.get("failures") or []
+        reasons = capture.get("eager_reasons") or capture.get("failures") or capture.get("break_reasons") or []
         if reasons:
             notes.append(_clip(reasons[0], 110))
     return "; ".join(notes)

@@ -6,6 +6,7 @@ The transformers models and inductor are covered only when asked for
 (BYTEGRAPH_BENCH_SMOKE_FULL=1), since they need optional packages and minutes of compiling.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -38,13 +39,27 @@ def test_seed_models_capture_like_dynamo():
     assert (theirs["graphs"], theirs["breaks"]) == (1, 0)
 
 
-def test_graph_break_is_recorded_as_an_eager_frame():
+def test_seed_function_splits_at_its_break_like_dynamo():
     fn, args, kwargs = _model("foo2")
     ours = capture.bytegraph_capture(fn, args, kwargs)
-    assert ours["breaks"] == 1 and ours["eager_frames"] == 1
+    assert (ours["graphs"], ours["breaks"], ours["eager_frames"]) == (2, 1, 0)
     assert "data_dependent_branch" in ours["break_reasons"][0]
     theirs = capture.torch_capture(fn, args, kwargs)
-    assert theirs["breaks"] == 1 and theirs["graphs"] == 2
+    assert (theirs["graphs"], theirs["breaks"]) == (2, 1)
+
+
+def _break_inside_a_with_block(x):
+    y = x + 1
+    with contextlib.nullcontext():
+        if y.sum() > 0:  # a break inside a `with` that is not a grad mode: not split
+            y = y * 2
+    return y
+
+
+def test_a_frame_that_cannot_be_split_is_recorded_as_eager():
+    ours = capture.bytegraph_capture(_break_inside_a_with_block, (torch.randn(3),), {})
+    assert ours["eager_frames"] == 1
+    assert "runs eagerly" in ours["eager_reasons"][0]
 
 
 def test_cold_calls_and_eager_time_are_positive():
