@@ -1,0 +1,1 @@
+"""bytegraph's benchmarks against torch.compile: `make bench` or `python -m benchmarks.run`."""

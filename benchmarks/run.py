@@ -1,0 +1,149 @@
+"""Runs every benchmark, bytegraph and torch.compile side by side, and writes the report.
+
+    python -m benchmarks.run                     # everything (make bench)
+    python -m benchmarks.run --smoke             # tiny repetition counts, no inductor
+    python -m benchmarks.run --models Net MLP --no-inductor --out /tmp/bench
+    python -m benchmarks.run --from-json benchmarks/results/latest.json   # re-render only
+
+Each job runs in its own process (benchmarks.worker): a crash of bytegraph's core on one
+model is recorded in the table instead of ending the run, and each inductor measurement
+starts with empty compile caches. Writes OUT/latest.md, OUT/latest.json and OUT/latest.png.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import models, report, timing
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_INDUCTOR_MODELS = ["Net", "MLP", "CNN", "TransformerEncoder"]
+DEFAULT_PROFILE_MODELS = ["MLP", "CNN"]
+
+
+def _signal_name(rc):
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def run_worker(job_args, *, timeout, env_extra=None, log=print):
+    """Runs `python -m benchmarks.worker ...`; returns its results with the exit recorded."""
+    with tempfile.TemporaryDirectory(prefix="bytegraph-bench-") as tmp:
+        out = os.path.join(tmp, "result.json")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env.update(env_extra or {})
+        command = [sys.executable, "-X", "faulthandler", "-m", "benchmarks.worker", "--out", out, *job_args]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+            rc, stderr = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as expired:
+            rc, stderr = "timeout", (expired.stderr or b"").decode(errors="replace") if expired.stderr else ""
+        results = {}
+        if os.path.exists(out):
+            with open(out) as f:
+                results = json.load(f)
+    results["wall_s"] = time.perf_counter() - start
+    if rc != 0:
+        unfinished = [key[: -len("_started")] for key in results if key.endswith("_started")
+                      and key[: -len("_started")] not in results]
+        how = f"timed out after {timeout} s" if rc == "timeout" else (
+            f"crashed ({_signal_name(rc)})" if isinstance(rc, int) and rc < 0 else f"exited with {rc}")
+        fatal = stderr.find("Fatal Python error")  # faulthandler's report of a crash
+        excerpt = stderr[fatal:fatal + 3000] if fatal >= 0 else stderr[-1500:]
+        results["crash"] = {"how": how, "stage": unfinished[0] if unfinished else None, "stderr_tail": excerpt}
+        log(f"    {' '.join(job_args)}: {how} in stage {results['crash']['stage']}")
+    return results
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="*", help="model names (default: all)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per measurement")
+    parser.add_argument("--no-transformers", action="store_true", help="skip the transformers models")
+    parser.add_argument("--no-inductor", action="store_true", help="skip the inductor benchmark")
+    parser.add_argument("--inductor-models", nargs="*", default=DEFAULT_INDUCTOR_MODELS)
+    parser.add_argument("--profile-models", nargs="*", default=None,
+                        help="models whose tracing path is profiled with cProfile (default: MLP CNN; "
+                        "none with --smoke)")
+    parser.add_argument("--cache-calls", type=int, default=5000, help="calls per timed batch (cache hits)")
+    parser.add_argument("--cache-batches", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny repetition counts and no inductor: checks that everything runs")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds allowed to one job")
+    parser.add_argument("--out", default=RESULTS_DIR, help="where latest.md/json/png go")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="measure nothing: render the report of a saved latest.json again")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeats = min(args.repeats, 1)
+        args.cache_calls, args.cache_batches = 200, 3
+        args.no_inductor = True
+        if args.profile_models is None:
+            args.profile_models = []
+    if args.profile_models is None:
+        args.profile_models = DEFAULT_PROFILE_MODELS
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+        for path in report.write(results, args.out):
+            print(f"wrote {path}")
+        return 0
+    selected = models.select(include_transformers=not args.no_transformers, names=args.models)
+    names = {m.name for m in selected}
+    results = {
+        "machine": timing.machine_info(),
+        "settings": {"repeats": args.repeats, "cache_calls": args.cache_calls, "cache_batches": args.cache_batches,
+                     "smoke": args.smoke},
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "models": [],
+        "inductor": [],
+        "profiles": [],
+    }
+    print(f"benchmarks on {results['machine']['cpu']} ({results['machine']['cores']} cores), "
+          f"load {results['machine']['load_average']}")
+    for model in selected:
+        print(f"  tracing/capture: {model.name}", flush=True)
+        results["models"].append(run_worker(["model", model.name, "--repeats", str(args.repeats)],
+                                            timeout=args.timeout))
+    print("  cache-hit overhead", flush=True)
+    results["cache"] = run_worker(["cache", "--calls", str(args.cache_calls), "--batches", str(args.cache_batches)],
+                                  timeout=args.timeout)
+    for name in [n for n in args.profile_models if n in names]:
+        print(f"  profile of the tracing path: {name}", flush=True)
+        results["profiles"].append(run_worker(["profile", name], timeout=args.timeout))
+    if not args.no_inductor:
+        for name in [n for n in args.inductor_models if n in names]:
+            for system in ("torch", "bytegraph"):
+                print(f"  inductor: {name} / {system}", flush=True)
+                with tempfile.TemporaryDirectory(prefix="bytegraph-bench-inductor-") as cache_dir:
+                    row = run_worker(["inductor", name, system], timeout=args.timeout,
+                                     env_extra={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
+                row["system"] = system
+                results["inductor"].append(row)
+    results["machine"]["load_average_after"] = timing.load_average()
+    results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    paths = report.write(results, args.out)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
