@@ -331,9 +331,17 @@ def bind_arguments(fn, args: tuple, kwargs: dict):
         fn = fn.__func__
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"bytegraph can only trace Python functions, got {type(fn).__name__}")
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    # The signature of the code being traced: not the one functools.wraps advertises through
+    # __wrapped__ (a decorator's wrapper(*args, **kwargs) takes its arguments as they come).
+    bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
-    return fn, dict(bound.arguments)
+    arguments = dict(bound.arguments)
+    # inspect names a comprehension's implicit iterator argument `.0` "implicit0".
+    varnames = fn.__code__.co_varnames
+    for name in list(arguments):
+        if name.startswith("implicit") and name not in varnames and "." + name[len("implicit"):] in varnames:
+            arguments["." + name[len("implicit"):]] = arguments.pop(name)
+    return fn, arguments
 
 
 def rebuild_output(tree, graph_outputs, resolve_source=None):

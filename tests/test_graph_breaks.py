@@ -3,6 +3,7 @@
 Every compiled result is compared with the same function run eagerly on fresh inputs; the
 graphs are checked by recording what the backend receives."""
 
+import functools
 import logging
 
 import pytest
@@ -796,3 +797,42 @@ def test_a_list_containing_itself_does_not_crash_the_tracer():
 
     out = bytegraph.compile(f, backend="eager")(torch.ones(2), cyclic)
     assert torch.equal(out, torch.full((2,), 2.0))
+
+
+def _decorated(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        for name in ("scale",):
+            kwargs[name] = 2  # a side effect on the caller's kwargs: a break at the mutation
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_decorated
+def _decorated_target(x, scale=1):
+    return x * scale
+
+
+def test_a_functools_wraps_wrapper_binds_its_own_arguments():
+    counter = CompileCounter()
+    compiled = bytegraph.compile(_decorated_target, backend=counter)
+    x = torch.ones(3)
+    assert torch.equal(compiled(x), _decorated_target(x))
+    # The wrapper's own (*args, **kwargs) are bound, not the signature __wrapped__ advertises:
+    # the trace stops at the mutation of kwargs, with every local known.
+    result = _C.trace.trace(_decorated_target, (x,), {}, allow_graph_break=True)
+    assert result.graph_break["kind"] == "side_effect", result.graph_break
+    assert {"args", "kwargs"} <= set(result.graph_break["locals"])
+
+
+def test_a_comprehension_frame_that_breaks_keeps_its_iterator():
+    def f(xs):
+        return {float(x.sum()) for x in xs}  # float() of a tensor: a break inside <setcomp>
+
+    xs = [torch.ones(2), torch.full((2,), 3.0)]
+    assert bytegraph.compile(f, backend="eager")(xs) == f(xs)
+    comprehension = next(c for c in f.__code__.co_consts if isinstance(c, type(f.__code__)))
+    fn = type(f)(comprehension, f.__globals__)
+    result = _C.trace.trace(fn, (iter(xs),), {}, allow_graph_break=True)
+    assert result.graph_break is None or result.graph_break["kind"] != "unbound_local"

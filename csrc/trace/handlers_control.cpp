@@ -52,7 +52,9 @@ void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
 
 void for_iter(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   auto* iterator = dynamic_cast<IteratorValue*>(frame.top().get());
-  if (iterator == nullptr) throw InternalError("FOR_ITER without an iterator");
+  // A real iterator handed in from outside (a comprehension's `.0` argument) cannot be
+  // advanced without consuming it: that loop runs for real.
+  if (iterator == nullptr) unsupported("unsupported_iteration", "advancing " + frame.top()->repr());
   tracer.journal.save(frame.top());
   if (ValuePtr item = iterator->next()) {
     frame.push(std::move(item));
