@@ -11,6 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from bytegraph.examples import Net  # noqa: F401  (the seed model, one of the cases)
+
 SCALE = 3.0
 
 
@@ -320,19 +322,6 @@ def f_tensor_attrs(x):
 
 
 # ---- modules ----------------------------------------------------------------------------
-
-
-class Net(nn.Module):
-    """The seed's model."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = self.fc(x)
-        x = F.relu(x)
-        return x
 
 
 class MLP(nn.Module):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph import _bridge, _frame, _resume
+from bytegraph import _bridge, _frame, _resume, examples
 from bytegraph.bytecode import decode
 from bytegraph._extension import _C
 from bytegraph.testing import CompileCounter
@@ -62,21 +62,8 @@ def assert_same(result, expected):
 # ---- the seed's examples ------------------------------------------------------------------
 
 
-def foo1(a, b):
-    x = a + b
-    if b.sum() < 0:
-        x = x * -1
-    return x
-
-
-def foo2(a, b):
-    x = a + b
-    if b.sum() < 0:
-        x = x * -1
-    if a.sum() < 0:
-        x = x * -2
-    x = 2 * x
-    return x
+foo1 = examples.foo1
+foo2 = examples.foo2
 
 
 def test_foo1_both_branches_match_eager_and_split_at_the_branch():

@@ -7,18 +7,9 @@ import torch.nn.functional as F
 
 import bytegraph._C as C
 from bytegraph import _bridge
+from bytegraph import examples
+from bytegraph.examples import Net
 from tests._trace_helpers import check, nodes, targets, trace
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = self.fc(x)
-        x = F.relu(x)
-        return x
 
 
 def test_net_is_one_graph_with_call_module_and_relu():
@@ -44,7 +35,7 @@ def test_net_graph_carries_fakes_and_user_source_lines():
     relu = nodes(result, "call_function")[0]
     assert relu.meta["example_value"].shape == (2, 10)
     text = result.graph_module.print_readable(print_output=False)
-    assert "x = F.relu(x)" in text and "in forward" in text and __file__ in text
+    assert "x = F.relu(x)" in text and "in forward" in text and examples.__file__ in text
 
 
 def test_net_guards_module_identity_training_and_tensor():
