@@ -321,6 +321,51 @@ def f_tensor_attrs(x):
     return x * x.ndim + x.size(1) + int(x.requires_grad) + (1 if x.is_floating_point() else 0)
 
 
+def f_default_tensor_arg(x, bias=torch.ones(3)):
+    return x + bias
+
+
+def f_nested_helpers(x):
+    def outer(y):
+        def inner(z):
+            return z.exp()
+
+        return inner(y) - 1
+
+    return outer(x) * 2
+
+
+def f_tuple_unpack_swap(a, b):
+    a, b = b, a
+    return a - b
+
+
+def f_dict_items_loop(x):
+    scales = {"a": 1.0, "b": 2.0}
+    for name, value in scales.items():
+        x = x * value if name == "a" else x + value
+    return x
+
+
+def f_range_len_loop(xs):
+    out = xs[0]
+    for i in range(1, len(xs)):
+        out = out * xs[i]
+    return out
+
+
+def f_einsum_permute(a, b):
+    return torch.einsum("ij,jk->ik", a, b).permute(1, 0).contiguous()
+
+
+def f_masked_fill(x):
+    return x.masked_fill(x < 0, 0.0).cumsum(0)
+
+
+def f_layer_norm_functional(x):
+    return F.layer_norm(x, (x.shape[-1],)) + F.dropout(x, p=0.5, training=False)
+
+
 # ---- modules ----------------------------------------------------------------------------
 
 
@@ -548,6 +593,14 @@ FUNCTION_CASES = [
     ("chained_compare", lambda: (f_chained_compare, (_t(3),))),
     ("bool_ops", lambda: (f_bool_ops, (_t(3),))),
     ("tensor_attrs", lambda: (f_tensor_attrs, (_t(2, 3),))),
+    ("default_tensor_arg", lambda: (f_default_tensor_arg, (_t(3),))),
+    ("nested_helpers", lambda: (f_nested_helpers, (_t(3),))),
+    ("tuple_unpack_swap", lambda: (f_tuple_unpack_swap, (_t(3), _t(3)))),
+    ("dict_items_loop", lambda: (f_dict_items_loop, (_t(3),))),
+    ("range_len_loop", lambda: (f_range_len_loop, ([_t(3), _t(3), _t(3)],))),
+    ("einsum_permute", lambda: (f_einsum_permute, (_t(2, 3), _t(3, 4)))),
+    ("masked_fill", lambda: (f_masked_fill, (_t(5),))),
+    ("layer_norm_functional", lambda: (f_layer_norm_functional, (_t(2, 6),))),
 ]
 
 MODULE_CASES = [
