@@ -62,7 +62,7 @@ asan: deps
 	cmake --build build-asan -j $(JOBS)
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 BYTEGRAPH_EXTENSION_DIR=$(CURDIR)/build-asan/ext \
-	  PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -q -x $(PYTEST_ARGS) tests
+	  PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -q $(PYTEST_ARGS) tests
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan bytegraph/_C*.so

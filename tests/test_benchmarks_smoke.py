@@ -107,7 +107,11 @@ def test_a_crashing_job_is_recorded_not_raised(tmp_path, monkeypatch):
 
 def _crashing_python(tmp_path):
     script = tmp_path / "python"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'\n")
+    # LD_PRELOAD is dropped so that a sanitizer runtime (make asan) does not turn the signal
+    # into an ordinary exit.
+    script.write_text(
+        f"#!/bin/sh\nexec env -u LD_PRELOAD {sys.executable} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'\n"
+    )
     script.chmod(0o755)
     return script
 
