@@ -13,6 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from bytegraph.examples import Net, foo2  # the seeds' model and the notebook's foo2
+
 
 @dataclasses.dataclass(frozen=True)
 class BenchModel:
@@ -20,33 +22,6 @@ class BenchModel:
     group: str  # "seed", "basic" or "transformers"
     make: Callable[[], tuple]  # () -> (callable, args tuple, kwargs dict)
     description: str = ""
-
-
-# ---- the seed examples ------------------------------------------------------------------
-
-
-class Net(nn.Module):
-    """The seed's model: Linear(128, 10) then relu."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = self.fc(x)
-        x = F.relu(x)
-        return x
-
-
-def foo2(a, b):
-    """The seed's function: constant arithmetic, then a branch on a tensor's value."""
-    a0 = 0
-    a1 = 1
-    a2 = 2
-    a3 = a0 + a1 + a2
-    if a.sum() > a3:
-        return a + b
-    return a - b
 
 
 # ---- small hand-written networks --------------------------------------------------------
@@ -157,7 +132,7 @@ def _vit():
 SEED_MODELS = [
     BenchModel("Net", "seed", lambda: _module(Net(), torch.randn(4, 128)), "seed: Linear(128,10)+relu"),
     BenchModel("foo2", "seed", lambda: (foo2, (torch.randn(10), torch.randn(10)), {}),
-               "seed: branch on a tensor value"),
+               "seed: two branches on tensor values"),
 ]
 
 BASIC_MODELS = [
