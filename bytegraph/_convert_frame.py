@@ -137,10 +137,9 @@ class FrameConverter:
         if not self._within_cache_limit(code):
             return None
         misses = _report_recompile(code, self.guard_fail_fn)
-        args, kwargs = call_arguments(code, frame_info.f_locals)
         try:
-            result = _C.trace.trace(frame_info.function, args, kwargs, allow_graph_break=not self.fullgraph,
-                                    log=_logging.trace_sink())
+            result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
+                                          allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
         if result.graph_break is not None:
@@ -254,20 +253,12 @@ def _capturable(code):
     return True
 
 
-def call_arguments(code, f_locals):
-    """The (args, kwargs) that re-create a frame's argument slots in a call."""
-    names = code.co_varnames
-    positional = code.co_argcount
-    keyword_only = code.co_kwonlyargcount
-    args = [f_locals[name] for name in names[:positional]]
-    kwargs = {name: f_locals[name] for name in names[positional:positional + keyword_only]}
-    slot = positional + keyword_only
-    if code.co_flags & _VARARGS:
-        args.extend(f_locals[names[slot]])
-        slot += 1
-    if code.co_flags & _VARKEYWORDS:
-        kwargs.update(f_locals[names[slot]])
-    return tuple(args), kwargs
+def argument_slots(code, f_locals):
+    """The frame's argument slots in localsplus order (positional, keyword-only, the *args
+    tuple, the **kwargs dict): traced as they are, with no re-binding of a call."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & _VARARGS) + bool(code.co_flags & _VARKEYWORDS)
+    return tuple(f_locals[name] for name in code.co_varnames[:count])
 
 
 def _outputs_as_inputs(gm, result):

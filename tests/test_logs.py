@@ -197,13 +197,13 @@ def test_the_tracer_gets_no_log_callback_while_trace_is_off(monkeypatch):
     from bytegraph._extension import _C
 
     given = []
-    real_trace = _C.trace.trace
+    real_trace = _C.trace.trace_frame  # what the compile path calls on a cache miss
 
     def spy(*args, **kwargs):
         given.append(kwargs.get("log"))
         return real_trace(*args, **kwargs)
 
-    monkeypatch.setattr(_C.trace, "trace", spy)
+    monkeypatch.setattr(_C.trace, "trace_frame", spy)
     bytegraph.set_logs(graph=True, guards=True)  # other artifacts on: still no trace callback
     _run(add_relu, torch.ones(2), torch.ones(2))
     bytegraph.reset()

@@ -54,6 +54,33 @@ void add_break_state(nb::object info, const trace::BreakState& state) {
   info["grad_enabled"] = state.grad_enabled;
 }
 
+// Runs one trace and hands its result to Python: a TraceResult, or Unsupported (with the
+// partial result) at a break unless `allow_graph_break`.
+template <class Trace>
+nb::object finish_trace(Trace run, bool allow_graph_break) {
+  trace::TraceResult result;
+  try {
+    result = run();
+  } catch (const Unsupported& error) {
+    raise_unsupported(error.kind(), error.what(), {}, nb::none());
+  }
+  if (result.graph_break && !allow_graph_break) {
+    // The partial result travels as a plain namespace: exceptions outlive their handlers in
+    // tracebacks, and a plain object keeps no C++ state alive.
+    nb::object namespace_type = nb::module_::import_("types").attr("SimpleNamespace");
+    nb::object partial = namespace_type();
+    partial.attr("graph_module") = borrow(result.graph_module);
+    partial.attr("inputs") = nb::cast(result.inputs);
+    partial.attr("example_inputs") = borrow(result.example_inputs);
+    partial.attr("output") = nb::none();
+    partial.attr("guards") = nb::cast(result.guards);
+    partial.attr("graph_break") = break_info(result.graph_break);
+    const trace::BreakInfo& info = *result.graph_break;
+    raise_unsupported(info.kind, info.message, info.user_stack, partial);
+  }
+  return nb::cast(std::move(result));
+}
+
 }  // namespace
 
 void bind_trace(nb::module_& m) {
@@ -86,27 +113,8 @@ void bind_trace(nb::module_& m) {
   trace.def(
       "trace",
       [](nb::object fn, nb::tuple args, nb::dict kwargs, bool allow_graph_break, nb::object log) -> nb::object {
-        trace::TraceResult result;
-        try {
-          result = trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr(), log.ptr());
-        } catch (const Unsupported& error) {
-          raise_unsupported(error.kind(), error.what(), {}, nb::none());
-        }
-        if (result.graph_break && !allow_graph_break) {
-          // The partial result travels as a plain namespace: exceptions outlive their
-          // handlers in tracebacks, and a plain object keeps no C++ state alive.
-          nb::object namespace_type = nb::module_::import_("types").attr("SimpleNamespace");
-          nb::object partial = namespace_type();
-          partial.attr("graph_module") = borrow(result.graph_module);
-          partial.attr("inputs") = nb::cast(result.inputs);
-          partial.attr("example_inputs") = borrow(result.example_inputs);
-          partial.attr("output") = nb::none();
-          partial.attr("guards") = nb::cast(result.guards);
-          partial.attr("graph_break") = break_info(result.graph_break);
-          const trace::BreakInfo& info = *result.graph_break;
-          raise_unsupported(info.kind, info.message, info.user_stack, partial);
-        }
-        return nb::cast(std::move(result));
+        return finish_trace([&] { return trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr(), log.ptr()); },
+                            allow_graph_break);
       },
       nb::arg("fn"), nb::arg("args") = nb::tuple(), nb::arg("kwargs") = nb::dict(),
       nb::arg("allow_graph_break") = false, nb::arg("log").none() = nb::none(),
@@ -114,6 +122,20 @@ void bind_trace(nb::module_& m) {
       ".message, .user_stack and .partial, the result up to the break) where tracing stops, "
       "unless allow_graph_break, in which case the result's graph_break describes the stop. "
       "log(line), if given, receives a TRACE line (opcode, argument, symbolic stack) per instruction.");
+  trace.def(
+      "trace_frame",
+      [](nb::object fn, nb::tuple slots, bool allow_graph_break, nb::object log) -> nb::object {
+        PyObject* tuple = slots.ptr();
+        return finish_trace(
+            [&] {
+              return trace::trace_frame(fn.ptr(), &PyTuple_GET_ITEM(tuple, 0), static_cast<int>(PyTuple_GET_SIZE(tuple)),
+                                        log.ptr());
+            },
+            allow_graph_break);
+      },
+      nb::arg("fn"), nb::arg("slots"), nb::arg("allow_graph_break") = false, nb::arg("log").none() = nb::none(),
+      "Like trace(), for a frame's argument slots in localsplus order (positional, keyword-only, "
+      "*args tuple, **kwargs dict), as the frame hook sees them: no re-binding of arguments.");
 }
 
 }  // namespace bytegraph
