@@ -46,6 +46,8 @@ std::string Source::repr() const {
       return base->repr() + "[" + safe_repr(key.get()) + "]";
     case Kind::Type:
       return "type(" + base->repr() + ")";
+    case Kind::Held:
+      return name;
   }
   return "<bad source>";
 }
@@ -75,6 +77,13 @@ SourcePtr attr_source(SourcePtr base, std::string name) {
 SourcePtr item_source(SourcePtr base, py::Ref<> key) {
   BYTEGRAPH_CHECK(key, "an item source needs a key");
   return make_derived(Source::Kind::Item, std::move(base), {}, std::move(key));
+}
+
+SourcePtr held_source(py::Ref<> object, std::string name) {
+  BYTEGRAPH_CHECK(object, "a held source needs its object");
+  SourcePtr source = make_root(Source::Kind::Held, std::move(name), -1);
+  const_cast<Source&>(*source).key = std::move(object);
+  return source;
 }
 
 SourcePtr type_source(SourcePtr base) {

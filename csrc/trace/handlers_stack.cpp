@@ -81,6 +81,7 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
       unsupported("name_error", "name '" + name + "' is not defined");
     }
     if (frame.root_builtins) source = guards::builtin_source(name);
+    else if (frame.builtins_source) source = guards::item_source(frame.builtins_source, inst.argval.copy());
   }
   frame.push(tracer.wrap(real, source));
 }
