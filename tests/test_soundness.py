@@ -415,3 +415,50 @@ def test_verify_correctness_catches_a_lost_mutation():
     cf = bytegraph.compile(f, backend=lose_mutations)
     with pytest.raises(CorrectnessError, match="arguments"):
         cf(torch.ones(2))
+
+
+# ---- names and attributes that can change between calls ------------------------------------
+
+
+def test_a_global_that_shadows_a_builtin_later_is_guarded():
+    def f(x):
+        return x * len(x.shape)
+
+    cf, counter = compiled_with_counter(f)
+    torch.testing.assert_close(cf(torch.ones(2, 2)), torch.full((2, 2), 2.0))
+    globals()["len"] = lambda value: 10
+    try:
+        torch.testing.assert_close(cf(torch.ones(2, 2)), torch.full((2, 2), 10.0))
+    finally:
+        del globals()["len"]
+    torch.testing.assert_close(cf(torch.ones(2, 2)), torch.full((2, 2), 2.0))
+    assert counter.frame_count == 2
+
+
+class Scaled(nn.Module):
+    factor = 2.0  # a class attribute
+
+    def __init__(self):
+        super().__init__()
+        self._shift = 1.0
+
+    @property
+    def shift(self):
+        return self._shift
+
+    def forward(self, x):
+        return x * self.factor + self.shift
+
+
+def test_properties_and_class_attributes_of_modules_are_guarded():
+    m = Scaled()
+    cm = bytegraph.compile(m, backend=CompileCounter())
+    x = torch.ones(2)
+    torch.testing.assert_close(cm(x), x * 2 + 1)
+    m._shift = 5.0  # read through the property
+    torch.testing.assert_close(cm(x), x * 2 + 5)
+    Scaled.factor = 3.0
+    try:
+        torch.testing.assert_close(cm(x), x * 3 + 5)
+    finally:
+        Scaled.factor = 2.0

@@ -186,6 +186,16 @@ class HeldObjectAccessor final : public Accessor {
   py::Ref<> object_;
 };
 
+class GlobalsDictAccessor final : public Accessor {
+ public:
+  using Accessor::Accessor;
+  Fetched fetch(PyObject*, const FrameValues& frame) const override {
+    return frame.globals ? Fetched::borrowed(frame.globals) : Fetched::missing();
+  }
+  const char* missing_reason() const override { return "no globals"; }
+  bool borrows_from_container() const override { return false; }
+};
+
 class TypeAccessor final : public Accessor {
  public:
   using Accessor::Accessor;
@@ -220,6 +230,8 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
       return std::make_unique<TypeAccessor>(std::move(child));
     case Source::Kind::Held:
       return std::make_unique<HeldObjectAccessor>(source.key.copy(), std::move(child));
+    case Source::Kind::Globals:
+      return std::make_unique<GlobalsDictAccessor>(std::move(child));
   }
   throw InternalError("make_accessor: unknown source kind");
 }

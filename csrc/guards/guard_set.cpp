@@ -145,6 +145,9 @@ void GuardSet::add_length_match(const SourcePtr& source, Py_ssize_t length) {
 void GuardSet::add_dict_keys_match(const SourcePtr& source, PyObject* keys) {
   impl_->add(source, make_dict_keys_match(keys));
 }
+void GuardSet::add_dict_lacks_key(const SourcePtr& source, PyObject* key) {
+  impl_->add(source, make_dict_lacks_key(key));
+}
 void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
 }

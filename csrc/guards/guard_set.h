@@ -46,6 +46,7 @@ class GuardSet {
   void add_length_match(const SourcePtr& source, Py_ssize_t length);
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
+  void add_dict_lacks_key(const SourcePtr& source, PyObject* key);  // an exact dict
   // Relations between values read from different sources: `second` is the same object as
   // `first` (one object reached two ways during tracing), and the `sources` are pairwise
   // distinct objects (tensor inputs the graph treats as unaliased).

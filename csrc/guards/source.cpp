@@ -48,6 +48,8 @@ std::string Source::repr() const {
       return "type(" + base->repr() + ")";
     case Kind::Held:
       return name;
+    case Kind::Globals:
+      return "G";
   }
   return "<bad source>";
 }
@@ -85,6 +87,8 @@ SourcePtr held_source(py::Ref<> object, std::string name) {
   const_cast<Source&>(*source).key = std::move(object);
   return source;
 }
+
+SourcePtr globals_dict_source() { return make_root(Source::Kind::Globals, "G", -1); }
 
 SourcePtr type_source(SourcePtr base) {
   return make_derived(Source::Kind::Type, std::move(base), {}, nullptr);

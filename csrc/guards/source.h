@@ -28,6 +28,7 @@ struct Source {
     Item,     // base[key]
     Type,     // type(base)
     Held,     // an object the guards hold (another module's globals dict), named `name`
+    Globals,  // the frame's globals dict itself
   };
   Kind kind;
   SourcePtr base;   // Attr, Item, Type
@@ -49,5 +50,6 @@ SourcePtr type_source(SourcePtr base);
 // A root that is a fixed object rather than a place in the frame: the globals dict of a
 // function from another module (pinned by that function's guards), read again on each check.
 SourcePtr held_source(py::Ref<> object, std::string name);
+SourcePtr globals_dict_source();
 
 }  // namespace bytegraph::guards

@@ -17,7 +17,7 @@ namespace bytegraph::trace {
 
 class GuardLog {
  public:
-  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None, SameObject };
+  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None, SameObject, LacksKey };
 
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
   // `second` reached the same object as `first` did during the trace.
