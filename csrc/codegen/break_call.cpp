@@ -25,7 +25,7 @@ bool uses_graph_outputs(const BreakCall& call) {
     if (plan.uses_graph_outputs()) return true;
   for (const auto& [name, plan] : call.cells)
     if (plan.uses_graph_outputs()) return true;
-  return false;
+  return uses_graph_outputs(call.effects);
 }
 
 void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
@@ -45,10 +45,13 @@ bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakC
   return builder.instructions()[first].get();
 }
 
+// Every value is evaluated before anything is written: side effects, cells and locals.
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
+  emit_side_effect_operands(builder, call.effects, code);
   for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.cells) emit_plan(builder, plan, code);
+  emit_side_effect_writes(builder, call.effects);
   for (auto it = call.cells.rbegin(); it != call.cells.rend(); ++it)
     builder.emit(op::STORE_DEREF, -1, interned(it->first));
   for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
