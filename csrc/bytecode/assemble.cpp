@@ -11,7 +11,6 @@
 #include "bytecode/opcodes.h"
 #include "bytecode/stack_depth.h"
 #include "python/errors.h"
-#include "python/version.h"
 
 namespace bytegraph::bytecode {
 
@@ -112,7 +111,8 @@ py::Ref<> assemble(InstructionList& instructions, PyCodeObject* like, const Code
   py::Ref<> name = field_or(overrides.name, Py_NewRef(like->co_name));
   py::Ref<> qualname = field_or(overrides.qualname, Py_NewRef(like->co_qualname));
 
-#if defined(BYTEGRAPH_PY311)
+  // PyCode_NewWithPosOnlyArgs: the same call on 3.11 to 3.13 (an alias of the PyUnstable_
+  // name since 3.12).
   PyCodeObject* result = PyCode_NewWithPosOnlyArgs(
       overrides.argcount.value_or(like->co_argcount), overrides.posonlyargcount.value_or(like->co_posonlyargcount),
       overrides.kwonlyargcount.value_or(like->co_kwonlyargcount), static_cast<int>(PyTuple_GET_SIZE(varnames.get())),
@@ -120,9 +120,6 @@ py::Ref<> assemble(InstructionList& instructions, PyCodeObject* like, const Code
       tables.freevars().get(), tables.cellvars().get(), filename.get(), name.get(), qualname.get(), first_lineno,
       linetable.get(), exceptiontable.get());
   return check(reinterpret_cast<PyObject*>(result));
-#else
-  throw Unsupported("python_version", "the bytecode assembler supports CPython 3.11 only so far");
-#endif
 }
 
 }  // namespace bytegraph::bytecode

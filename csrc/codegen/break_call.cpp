@@ -2,7 +2,7 @@
 
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "codegen/break_site.h"
 #include "codegen/code_builder.h"
 #include "codegen/graph_call.h"
@@ -30,8 +30,9 @@ bool uses_graph_outputs(const BreakCall& call) {
 }
 
 void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(call.set_grad_enabled.get());
+  builder.after_callable();
   builder.load_const(call.grad_enabled_outside.get());
   builder.call(1);
   builder.emit(op::POP_TOP);
@@ -56,21 +57,22 @@ void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* co
 }
 
 // resume(*locals, *stack) with a function made here, so it gets this frame's globals and,
-// through LOAD_CLOSURE, this frame's cells: its free variables are this frame's free
+// through the cells it loads, this frame's cells: its free variables are this frame's free
 // variables and cell variables, by name.
 void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
   const std::size_t depth = resume.stack_nulls.size();
   // The stack is parked in temporaries (STORE_FAST also takes a NULL) so the function and
   // the call protocol's NULL can go below the arguments.
   for (std::size_t i = depth; i-- > 0;) builder.store_fast(resume.stack_nulls[i] ? "___null" : temporary_name(i));
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   py::Ref<> freevars = check(PyCode_GetFreevars(reinterpret_cast<PyCodeObject*>(resume.code.get())));
   const Py_ssize_t nfree = PyTuple_GET_SIZE(freevars.get());
   for (Py_ssize_t i = 0; i < nfree; ++i)
-    builder.emit(op::LOAD_CLOSURE, -1, py::Ref<>::newref(PyTuple_GET_ITEM(freevars.get(), i)));
+    builder.load_cell(PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars.get(), i)));
   if (nfree > 0) builder.build(op::BUILD_TUPLE, static_cast<int>(nfree));
   builder.load_const(resume.code.get());
-  builder.emit(op::MAKE_FUNCTION, nfree > 0 ? kMakeFunctionClosure : 0);
+  builder.make_function(nfree > 0 ? kMakeFunctionClosure : 0);
+  builder.after_callable();
   int nargs = 0;
   for (const std::string& name : resume.locals) {
     builder.load_fast(name);
@@ -109,8 +111,13 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
   bytecode::Instruction* branch = nullptr;
   switch (site.kind) {
     case BreakSite::Kind::Call:
-      if (call.kw_names && call.kw_names.get() != Py_None) builder.emit(op::KW_NAMES, -1, call.kw_names.copy());
-      builder.call(inst.arg);
+      if (bytecode::in_family(inst.opcode, bytecode::Family::kCallKw)) {
+        builder.emit(inst.opcode, inst.arg);  // the keyword names are on the restored stack
+      } else if (call.kw_names && call.kw_names.get() != Py_None) {
+        builder.call_with_keywords(inst.arg, call.kw_names.get());
+      } else {
+        builder.call(inst.arg);
+      }
       break;
     case BreakSite::Kind::Branch:
       branch = &builder.emit(inst.opcode, 0);
