@@ -183,11 +183,37 @@ def _one_instruction_code(op, arg):
         co_consts=tuple(range(256)), co_linetable=b"", co_exceptiontable=b"")
 
 
-def _dis_argval(op, arg):
+def _dis_instruction(op, arg):
     try:
-        return next(iter(_dis.get_instructions(_one_instruction_code(op, arg)))).argval
+        return next(iter(_dis.get_instructions(_one_instruction_code(op, arg))))
     except (IndexError, ValueError):
         return None
+
+
+def _dis_argval(op, arg):
+    inst = _dis_instruction(op, arg)
+    return None if inst is None else inst.argval
+
+
+def argrepr_affixes(rows):
+    """(opcode, flag bits, prefix, suffix): how dis writes the flag bits of a packed argument
+    around the name or comparison (`NULL + x`, `x + NULL|self`, `bool(<)`)."""
+    affixes = []
+    for row in rows:
+        if not row["known"] or row["arg_shift"] == 0:
+            continue
+        op, shift = row["op"], row["arg_shift"]
+        for flags in range(1 << shift):
+            base = _dis_instruction(op, (1 << shift))
+            inst = _dis_instruction(op, (1 << shift) | flags)
+            if base is None or inst is None or inst.argrepr == base.argrepr:
+                continue
+            plain = str(base.argval)
+            at = inst.argrepr.find(plain)
+            if at < 0:
+                raise SystemExit(f"gen_opcodes: cannot place {opcode.opname[op]}'s flags in {inst.argrepr!r}")
+            affixes.append((op, flags, inst.argrepr[:at], inst.argrepr[at + len(plain):]))
+    return affixes
 
 
 def _argument_packing(op):
@@ -231,6 +257,32 @@ def _null_after_callable():
     # Where LOAD_GLOBAL does not carry the NULL (a PUSH_NULL of its own), look at its place.
     names = [inst.opname for inst in _dis.get_instructions(code)]
     return names.index("PUSH_NULL") > names.index("LOAD_NAME")
+
+
+def _location_entries_span_instructions():
+    """Whether the compiler writes one line-table entry for consecutive instructions with
+    equal positions (3.12+) or one entry per instruction (3.11): measured on this file's
+    own code objects."""
+    module = compile(Path(__file__).read_text(), __file__, "exec")
+    stack = [module]
+    while stack:
+        code = stack.pop()
+        stack.extend(c for c in code.co_consts if hasattr(c, "co_linetable"))
+        starts, previous = set(), None
+        for inst in _dis.get_instructions(code):  # an EXTENDED_ARG prefix starts its instruction
+            if previous != "EXTENDED_ARG":
+                starts.add(inst.offset // 2)
+            previous = inst.opname
+        table, at, unit = code.co_linetable, 0, 0
+        while at < len(table):
+            length = (table[at] & 7) + 1
+            if any(u in starts for u in range(unit + 1, unit + length)):
+                return True
+            unit += length
+            at += 1
+            while at < len(table) and not table[at] & 0x80:
+                at += 1
+    return False
 
 
 def _compare_args():
@@ -413,10 +465,32 @@ def render(rows):
     w("// The instruction that pushes a cell object itself (for a closure tuple).")
     w(f"inline constexpr int kLoadCellOpcode = {cell if cell is not None else opcode.opmap['LOAD_FAST']};")
     w("")
+    w("// Whether one line-table entry covers consecutive instructions with equal positions")
+    w("// (3.12+), or each instruction gets entries of its own (3.11).")
+    w(f"inline constexpr bool kLocationEntriesSpanInstructions = {_cpp_bool(_location_entries_span_instructions())};")
+    w("")
     w("// COMPARE_OP's full argument for each comparison (index and specialisation bits), as the")
     w("// compiler writes it for `a OP b`.")
     cargs = ", ".join(map(str, _compare_args()))
     w(f"inline constexpr std::array<int, {len(opcode.cmp_op)}> kCompareOpArgs = {{{cargs}}};")
+    w("")
+    w("// How dis writes an argument's flag bits around its name or comparison.")
+    w("struct ArgreprAffix {")
+    w("  int opcode, flags;")
+    w("  const char* prefix;")
+    w("  const char* suffix;")
+    w("};")
+    affixes = argrepr_affixes(rows)
+    w(f"inline constexpr std::array<ArgreprAffix, {len(affixes)}> kArgreprAffixes = {{{{")
+    for op, flags, prefix, suffix in affixes:
+        w(f"    {{{op}, {flags}, \"{prefix}\", \"{suffix}\"}},")
+    w("}};")
+    w("")
+    w("// Names for the arguments of CALL_INTRINSIC_1/2 (dis._intrinsic_*_descs; empty before 3.12).")
+    for n in (1, 2):
+        names = list(getattr(_dis, f"_intrinsic_{n}_descs", []))
+        joined = ", ".join(f'"{name}"' for name in names)
+        w(f"inline constexpr std::array<const char*, {len(names)}> kIntrinsic{n}Names = {{{joined}}};")
     w("")
     w("// Names for the arguments of COMPARE_OP and BINARY_OP (opcode.cmp_op, opcode._nb_ops).")
     cmp = ", ".join(f'"{c}"' for c in opcode.cmp_op)

@@ -114,8 +114,9 @@ std::string argument_repr(int opcode, int arg, PyObject* argval, int jump_target
       if (argval && PyTuple_Check(argval) && PyTuple_GET_SIZE(argval) == 2)
         return str_of(PyTuple_GET_ITEM(argval, 0)) + ", " + str_of(PyTuple_GET_ITEM(argval, 1));
       std::string name = argval ? str_of(argval) : std::string();
-      if (opcode == op::LOAD_GLOBAL && arg > 0 && (arg & 1))
-        return kCallNullAfterCallable ? name + " + NULL" : "NULL + " + name;
+      const int flags = argument_flags(opcode, arg);
+      for (const ArgreprAffix& affix : kArgreprAffixes)
+        if (affix.opcode == opcode && affix.flags == flags) return affix.prefix + name + affix.suffix;
       return name;
     }
     case ArgumentKind::kNumber:
@@ -123,6 +124,10 @@ std::string argument_repr(int opcode, int arg, PyObject* argval, int jump_target
         return kBinaryOpNames[arg];
       }
       if (in_family(opcode, Family::kFormatValue)) return format_value_repr(arg);
+      if (in_family(opcode, Family::kCallIntrinsic1) && arg >= 0 && arg < static_cast<int>(kIntrinsic1Names.size()))
+        return kIntrinsic1Names[arg];
+      if (in_family(opcode, Family::kCallIntrinsic2) && arg >= 0 && arg < static_cast<int>(kIntrinsic2Names.size()))
+        return kIntrinsic2Names[arg];
       if (opcode == op::MAKE_FUNCTION || in_family(opcode, Family::kSetFunctionAttribute)) return make_function_repr(arg);
       return {};
   }

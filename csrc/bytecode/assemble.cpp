@@ -73,11 +73,23 @@ std::string encode_exceptions(const InstructionList& instructions, const Layout&
   return encode_exception_table(entries);
 }
 
+bool same_positions(const Positions& a, const Positions& b) {
+  return a.lineno == b.lineno && a.end_lineno == b.end_lineno && a.col_offset == b.col_offset &&
+         a.end_col_offset == b.end_col_offset;
+}
+
+// One run per instruction, or (where the interpreter's compiler does so) one per stretch of
+// consecutive instructions with equal positions.
 std::string encode_locations(const InstructionList& instructions, const Layout& layout, int first_lineno) {
   std::vector<LocationRun> runs;
   runs.reserve(instructions.size());
   for (std::size_t i = 0; i < instructions.size(); ++i) {
-    runs.push_back({layout.units(instructions, i), instructions[i]->positions});
+    const int units = layout.units(instructions, i);
+    if (kLocationEntriesSpanInstructions && !runs.empty() && same_positions(runs.back().positions, instructions[i]->positions)) {
+      runs.back().units += units;
+    } else {
+      runs.push_back({units, instructions[i]->positions});
+    }
   }
   return encode_location_table(runs, first_lineno);
 }
