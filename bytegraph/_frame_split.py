@@ -69,19 +69,11 @@ def _why_not_split(code, info, site):
         return "generators and coroutines are not split"
     if not site["splittable"]:
         return site["reason"]
-    if _resume.is_resume_code(code) and _inside_loop(code, info["offset"]):
+    if _resume.is_resume_code(code) and _C.codegen.inside_loop(code, info["offset"]):
         # Its continuation would be itself (or another resume function of the same loop),
         # nesting one call per iteration: the loop's remaining iterations run eagerly.
         return "a break inside a loop of a resume function is not split again"
     return None
-
-
-def _inside_loop(code, offset):
-    for instruction in decode(code):
-        target = instruction.target
-        if target is not None and "BACKWARD" in instruction.opname and target.offset <= offset <= instruction.offset:
-            return True
-    return False
 
 
 def _open_grad_mode_blocks(code, info):

@@ -7,6 +7,7 @@
 
 #include "bytecode/decode.h"
 #include "bytecode/liveness.h"
+#include "bytecode/loops.h"
 #include "codegen/break_call.h"
 #include "codegen/break_site.h"
 #include "codegen/graph_call.h"
@@ -207,6 +208,17 @@ void bind_codegen(nb::module_& m) {
       },
       nb::arg("code"), nb::arg("offset"),
       "The names of the locals some path from the instruction at `offset` may read before writing.");
+  sub.def(
+      "inside_loop",
+      [](nb::handle code, int offset) {
+        bytecode::DecodedCode decoded = bytecode::decode(code_of(code));
+        for (std::size_t i = 0; i < decoded.instructions.size(); ++i)
+          if (decoded.instructions[i]->offset == offset) return bytecode::inside_loop(decoded.instructions, i);
+        throw PythonError::make(PyExc_ValueError, "no instruction at offset " + std::to_string(offset));
+      },
+      nb::arg("code"), nb::arg("offset"),
+      "Whether the instruction at `offset` is inside a loop of the normal control flow (backward "
+      "jumps of exception-handler code do not count).");
   sub.def(
       "break_site",
       [](nb::handle code, int offset, bool in_grad_mode_block) {
