@@ -72,9 +72,18 @@ py::Ref<> CodeTables::consts_tuple() const { return consts_.tuple(); }
 py::Ref<> CodeTables::names_tuple() const { return names_.tuple(); }
 py::Ref<> CodeTables::varnames_tuple() const { return varnames_.tuple(); }
 
+// A name a local instruction uses that is no variable, cell or free variable becomes a new
+// variable. (3.13 loads cells for closures with LOAD_FAST, so cell and free names are not new.)
 void CodeTables::add_missing_locals(const InstructionList& instructions) {
-  auto add = [this](PyObject* name) {
-    if (PyUnicode_Check(name) && varnames_.find_equal_name(name) < 0) varnames_.append(name);
+  auto in_tuple = [](PyObject* tuple, PyObject* name) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i)
+      if (same_name(PyTuple_GET_ITEM(tuple, i), name)) return true;
+    return false;
+  };
+  auto add = [&](PyObject* name) {
+    if (!PyUnicode_Check(name) || varnames_.find_equal_name(name) >= 0) return;
+    if (in_tuple(cellvars_.get(), name) || in_tuple(freevars_.get(), name)) return;
+    varnames_.append(name);
   };
   for (const auto& instruction : instructions) {
     if (!opcode_info(instruction->opcode).has_local || !instruction->argval) continue;
