@@ -119,9 +119,16 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
         builder.call(inst.arg);
       }
       break;
-    case BreakSite::Kind::Branch:
+    case BreakSite::Kind::Branch: {
+      // Where conditional jumps take exact bools (3.13: the compiler puts TO_BOOL before
+      // them, and the tracer lets a tensor through it to break here), convert first.
+      static const int to_bool = bytecode::family_opcode(bytecode::Family::kToBool);
+      const bytecode::Family family = bytecode::opcode_info(inst.opcode).family;
+      if (to_bool >= 0 && (family == bytecode::Family::kPopJumpIfTrue || family == bytecode::Family::kPopJumpIfFalse))
+        builder.emit(to_bool);
       branch = &builder.emit(inst.opcode, 0);
       break;
+    }
     case BreakSite::Kind::Simple:
     case BreakSite::Kind::Terminal:
       builder.emit(inst.opcode, inst.arg, inst.argval.copy());
