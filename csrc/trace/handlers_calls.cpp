@@ -54,8 +54,10 @@ void call_kw(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 void call_function_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr kwargs_value = (inst.arg & 1) ? frame.pop() : nullptr;
   ValuePtr args_value = frame.pop();
+  // The call protocol's NULL sits above the callable (3.13+) or below it.
+  if (bytecode::kCallNullAfterCallable && !frame.stack.empty() && frame.top()->is_null()) frame.pop();
   ValuePtr function = frame.pop();
-  if (!frame.stack.empty() && frame.top()->is_null()) frame.pop();
+  if (!bytecode::kCallNullAfterCallable && !frame.stack.empty() && frame.top()->is_null()) frame.pop();
   auto args = args_value->unpack(tracer);
   if (!args) unsupported("unsupported_call", "*args from " + args_value->repr());
   KwArgs kwargs;
