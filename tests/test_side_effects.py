@@ -115,3 +115,86 @@ def test_a_change_inside_an_instruction_that_breaks_is_undone():
     cf, counter = compiled_with_counter(f)
     xs = []
     assert cf(xs, torch.ones(2)) == 2 and xs[1] == 2.0
+
+
+# ---- globals and closure variables ------------------------------------------------------------
+
+STEP = 0
+SCALE = 2.0
+
+
+def test_a_global_assigned_in_the_trace_is_seen_after_and_written_back():
+    def f(x):
+        global STEP, SCALE
+        STEP = STEP + 1
+        SCALE = SCALE * 2
+        return x * SCALE
+
+    cf, counter = compiled_with_counter(f)
+    try:
+        with bytegraph.config.patch(verify_correctness=False):  # globals change twice under verification
+            out = cf(torch.ones(2))
+        torch.testing.assert_close(out, torch.full((2,), 4.0))
+        assert STEP == 1 and SCALE == 4.0
+        assert counter.frame_count == 1
+    finally:
+        globals().update(STEP=0, SCALE=2.0)
+
+
+def test_a_global_of_another_module_written_by_an_inlined_helper():
+    import _trace_other_module as other
+
+    def f(x):
+        return other.bump(x)
+
+    cf, counter = compiled_with_counter(f)
+    saved = other.COUNT
+    try:
+        with bytegraph.config.patch(verify_correctness=False):
+            torch.testing.assert_close(cf(torch.ones(2)), torch.full((2,), 2.0))
+        assert other.COUNT == saved + 1
+        assert counter.frame_count == 1
+    finally:
+        other.COUNT = saved
+
+
+def test_nonlocal_counters_are_written_back():
+    count = 0
+    seen = []
+
+    def f(x):
+        nonlocal count
+        count += 1
+        seen.append(count)
+        return x + count
+
+    cf, counter = compiled_with_counter(f)
+    with bytegraph.config.patch(verify_correctness=False):
+        torch.testing.assert_close(cf(torch.zeros(1)), torch.ones(1))
+    assert count == 1 and seen == [1]
+    assert counter.frame_count == 1
+
+
+def test_a_closure_variable_of_an_inlined_function():
+    def make():
+        total = 0
+
+        def add(x):
+            nonlocal total
+            total += 1
+            return x * total
+
+        def read():
+            return total
+
+        return add, read
+
+    add, read = make()
+
+    def f(x):
+        return add(x)
+
+    cf, counter = compiled_with_counter(f)
+    with bytegraph.config.patch(verify_correctness=False):
+        torch.testing.assert_close(cf(torch.ones(1)), torch.ones(1))
+    assert read() == 1

@@ -36,6 +36,7 @@ void CodeBuilder::load_attr(const std::string& name) { emit(op::LOAD_ATTR, -1, i
 
 void CodeBuilder::store_attr(const std::string& name) { emit(op::STORE_ATTR, -1, interned(name)); }
 void CodeBuilder::store_global(const std::string& name) { emit(op::STORE_GLOBAL, -1, interned(name)); }
+void CodeBuilder::store_deref(const std::string& name) { emit(op::STORE_DEREF, -1, interned(name)); }
 void CodeBuilder::store_subscr() { emit(op::STORE_SUBSCR); }
 void CodeBuilder::pop_top() { emit(op::POP_TOP); }
 

@@ -23,6 +23,7 @@ class CodeBuilder {
   void load_attr(const std::string& name);
   void store_attr(const std::string& name);    // [value, owner] -> []
   void store_global(const std::string& name);  // [value] -> []
+  void store_deref(const std::string& name);   // [value] -> [], a cell or free variable
   void store_subscr();                         // [value, container, key] -> []
   void pop_top();
   void subscript_const(PyObject* key /* borrowed */);

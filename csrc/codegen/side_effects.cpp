@@ -10,7 +10,9 @@ namespace {
 std::string target_name(size_t i) { return "___effect_target" + std::to_string(i); }
 std::string value_name(size_t i) { return "___effect_value" + std::to_string(i); }
 
-bool has_target(const SideEffectPlan& effect) { return effect.kind != SideEffectPlan::Kind::StoreGlobal; }
+bool has_target(const SideEffectPlan& effect) {
+  return effect.kind != SideEffectPlan::Kind::StoreGlobal && effect.kind != SideEffectPlan::Kind::StoreDeref;
+}
 bool has_value(const SideEffectPlan& effect) { return effect.kind != SideEffectPlan::Kind::DelAttr; }
 
 PyObject* builtin_attr(PyObject* type, const char* name) {
@@ -103,6 +105,16 @@ void emit_side_effect_writes(CodeBuilder& builder, const std::vector<SideEffectP
       case Kind::StoreGlobal:
         builder.load_fast(value);
         builder.store_global(effect.name);
+        break;
+      case Kind::StoreDeref:
+        builder.load_fast(value);
+        builder.store_deref(effect.name);
+        break;
+      case Kind::SetItem:
+        builder.load_fast(value);
+        builder.load_fast(target);
+        builder.load_const(interned(effect.name).get());
+        builder.store_subscr();
         break;
     }
   }

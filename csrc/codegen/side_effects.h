@@ -22,9 +22,11 @@ struct SideEffectPlan {
     SetAttr,           // setter(target, name, value), or target.name = value when setter is null
     DelAttr,           // delattr(target, name)
     StoreGlobal,       // the frame's global `name` = value
+    StoreDeref,        // the frame's cell or free variable `name` = value
+    SetItem,           // target[name] = value (another module's globals)
   };
   Kind kind;
-  OutputPlan target;  // unused for StoreGlobal
+  OutputPlan target;  // unused for StoreGlobal and StoreDeref
   std::string name;
   OutputPlan value;   // unused for DelAttr
   py::Ref<> setter;   // SetAttr: object.__setattr__ (bypassing a __setattr__ the trace ran), or null

@@ -79,6 +79,11 @@ void push_with_null(FrameState& frame, ValuePtr value, bool with_null) {
 
 void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   std::string name = name_of(inst);
+  if (const SideEffects::GlobalWrite* written = tracer.side_effects.global_written(frame.globals.get(), name)) {
+    if (!written->value) unsupported("name_error", "name '" + name + "' is not defined (deleted in the trace)");
+    push_with_null(frame, written->value, bytecode::load_global_pushes_null(inst));
+    return;
+  }
   const bool with_null = bytecode::load_global_pushes_null(inst);
   PyObject* real = PyDict_GetItemWithError(frame.globals.get(), inst.argval.get());  // borrowed
   if (real == nullptr && PyErr_Occurred()) throw_python_error();
@@ -137,8 +142,13 @@ void load_deref(Tracer&, FrameState& frame, const Instruction& inst) {
 
 void store_deref(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   CellValue& cell = cell_at(frame, inst.arg);
-  if (!cell.mutable_here)
-    unsupported("side_effect", "assigning to the closure variable '" + frame.code->localsplus_names[inst.arg] + "'");
+  if (!cell.mutable_here) {
+    // A cell of a closure made outside the trace (`nonlocal`): written back after the graph.
+    if (cell.root_name.empty() && !cell.cell_source)
+      unsupported("side_effect", "assigning to the closure variable '" + frame.code->localsplus_names[inst.arg] +
+                                     "' of a function the trace has no name for");
+    tracer.side_effects.mark_mutated(local_slot(frame, inst.arg));
+  }
   tracer.journal.save(local_slot(frame, inst.arg));
   cell.contents = frame.pop();
 }
@@ -175,9 +185,15 @@ void store_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   object->set_attr(tracer, name_of(inst), value);
 }
 
-// Writes that outlive the trace: replaying them after the graph is not implemented yet.
-void store_global(Tracer&, FrameState&, const Instruction& inst) {
-  unsupported("side_effect", "assigning the global '" + name_of(inst) + "'");
+// A global's new value: seen by later reads in the trace, written back after the graph.
+void store_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  if (!frame.root_globals && !frame.globals_source) unsupported("side_effect", "assigning the global '" + name_of(inst) + "'");
+  tracer.side_effects.write_global(frame.globals.get(), name_of(inst), frame.pop());
+}
+
+void delete_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  if (!frame.root_globals && !frame.globals_source) unsupported("side_effect", "deleting the global '" + name_of(inst) + "'");
+  tracer.side_effects.write_global(frame.globals.get(), name_of(inst), nullptr);
 }
 
 void delete_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {
@@ -233,7 +249,7 @@ void register_stack_handlers(HandlerTable& table) {
   table.add(Family::kMethodLoad, load_method);
   table.add(op::STORE_ATTR, store_attr);
   table.add(op::STORE_GLOBAL, store_global);
-  table.add(op::DELETE_GLOBAL, store_global);
+  table.add(op::DELETE_GLOBAL, delete_global);
   table.add(op::DELETE_ATTR, delete_attr);
   table.add(Family::kKwNames, kw_names);
   table.add(Family::kLoadSuperAttr, load_super_attr);

@@ -76,6 +76,21 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
   using Effect = codegen::SideEffectPlan;
   std::vector<Effect> effects;
   for (const ValuePtr& value : tracer_.side_effects.mutated()) {
+    if (auto* cell = dynamic_cast<CellValue*>(value.get())) {
+      Effect effect;
+      if (!cell->root_name.empty()) {
+        effect.kind = Effect::Kind::StoreDeref;
+        effect.name = cell->root_name;
+      } else {
+        effect.kind = Effect::Kind::SetAttr;
+        effect.target = OutputPlan::of_source(cell->cell_source);
+        effect.name = "cell_contents";
+      }
+      if (!cell->contents) throw NotRestorable{"a closure variable deleted in the trace"};
+      effect.value = plan(cell->contents);
+      effects.push_back(std::move(effect));
+      continue;
+    }
     if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
       object_effects(*object, effects);
       continue;
@@ -106,7 +121,29 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
     }
     effects.push_back(std::move(effect));
   }
+  global_effects(effects);
   return effects;
+}
+
+// Each global written in the trace gets its last value (a deleted one is a break).
+void PlanWriter::global_effects(std::vector<codegen::SideEffectPlan>& effects) {
+  using Effect = codegen::SideEffectPlan;
+  const auto& writes = tracer_.side_effects.global_writes();
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const auto& write = writes[i];
+    if (tracer_.side_effects.global_written(write.globals, write.name) != &write) continue;  // overwritten later
+    if (!write.value) throw NotRestorable{"the global '" + write.name + "', deleted in the trace"};
+    Effect effect;
+    effect.name = write.name;
+    effect.value = plan(write.value);
+    if (write.globals == frame_.globals.get()) {
+      effect.kind = Effect::Kind::StoreGlobal;
+    } else {
+      effect.kind = Effect::Kind::SetItem;
+      effect.target = OutputPlan::of_source(held_globals_source(write.globals));
+    }
+    effects.push_back(std::move(effect));
+  }
 }
 
 void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects) {

@@ -48,6 +48,7 @@ class PlanWriter {
   codegen::OutputPlan dict_plan(const DictValue& dict);
   codegen::OutputPlan new_object(ObjectValue& object);
   void object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects);
+  void global_effects(std::vector<codegen::SideEffectPlan>& effects);
   int output_index(int node);
 
   Tracer& tracer_;

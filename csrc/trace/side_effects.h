@@ -11,6 +11,7 @@
 
 #include <Python.h>
 
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -30,16 +31,27 @@ class SideEffects {
   void mark_mutated(const ValuePtr& value);
   const std::vector<ValuePtr>& mutated() const { return mutated_; }
 
-  struct Mark {
-    size_t objects = 0, mutated = 0;
+  // A global assigned (value) or deleted (null) in the trace, in a globals dict the trace reads.
+  struct GlobalWrite {
+    PyObject* globals;  // borrowed: alive as long as the function the trace runs
+    std::string name;
+    ValuePtr value;
   };
-  Mark mark() const { return {order_.size(), mutated_.size()}; }
+  void write_global(PyObject* globals, const std::string& name, ValuePtr value);
+  const GlobalWrite* global_written(PyObject* globals, const std::string& name) const;
+  const std::vector<GlobalWrite>& global_writes() const { return globals_; }
+
+  struct Mark {
+    size_t objects = 0, mutated = 0, globals = 0;
+  };
+  Mark mark() const { return {order_.size(), mutated_.size(), globals_.size()}; }
   void rollback(const Mark& mark);
 
  private:
   std::unordered_map<PyObject*, ValuePtr> by_object_;
   std::vector<py::Ref<>> order_;  // the objects in `by_object_`, kept alive, oldest first
   std::vector<ValuePtr> mutated_;
+  std::vector<GlobalWrite> globals_;  // every write, oldest first (the last one wins)
 };
 
 }  // namespace bytegraph::trace

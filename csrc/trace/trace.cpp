@@ -33,8 +33,10 @@ void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyO
       PyObject* contents = PyCell_GET(PyTuple_GET_ITEM(fn->func_closure, i));
       ValuePtr value;
       if (contents) value = tracer.wrap(contents, guards::closure_source(names[first_free + i], static_cast<int>(i)));
-      frame.closure.push_back(std::make_shared<CellValue>(value, false));
-      static_cast<CellValue&>(*frame.closure.back()).real = py::Ref<>::newref(PyTuple_GET_ITEM(fn->func_closure, i));
+      auto cell = std::make_shared<CellValue>(value, false);
+      cell->real = py::Ref<>::newref(PyTuple_GET_ITEM(fn->func_closure, i));
+      cell->root_name = names[first_free + i];
+      frame.closure.push_back(std::move(cell));
     }
   }
 }

@@ -166,6 +166,9 @@ class Tracer {
   std::vector<std::shared_ptr<UserFunctionValue>> wrapped_functions_;
 };
 
+// The globals dict of another module as a guard source that holds it (`G(module.name)`).
+guards::SourcePtr held_globals_source(PyObject* globals);
+
 // Builds Python arguments for a recorded op from symbolic ones.
 py::Ref<> graph_args(Tracer& tracer, const Args& args, ArgMode mode);
 py::Ref<> graph_kwargs(Tracer& tracer, const KwArgs& kwargs, ArgMode mode);

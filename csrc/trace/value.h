@@ -227,6 +227,10 @@ class CellValue : public Value {
   ValuePtr contents;  // null: empty cell
   bool mutable_here;
   py::Ref<> real;  // the real cell, for cells of real functions' closures (comptime reuses it)
+  // Where a real cell is written back: the traced function's own free variable (by name,
+  // with STORE_DEREF), or the cell object read through the inlined function's source.
+  std::string root_name;
+  guards::SourcePtr cell_source;
 };
 
 // ---- callables ------------------------------------------------------------------------

@@ -149,8 +149,10 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
       PyObject* cell = PyTuple_GET_ITEM(function->func_closure, i);
       PyObject* contents = PyCell_GET(cell);
       SourcePtr cell_source = cells ? guards::attr_source(guards::item_source(cells, check(PyLong_FromSsize_t(i))), "cell_contents") : nullptr;
-      value->closure.push_back(std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false));
-      static_cast<CellValue&>(*value->closure.back()).real = py::Ref<>::newref(cell);
+      auto symbolic = std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false);
+      symbolic->real = py::Ref<>::newref(cell);
+      if (cells) symbolic->cell_source = guards::item_source(cells, check(PyLong_FromSsize_t(i)));
+      value->closure.push_back(std::move(symbolic));
     }
   }
   return value;
