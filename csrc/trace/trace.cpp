@@ -22,22 +22,27 @@ void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyO
   frame.outermost = true;
   const auto& names = frame.code->localsplus_names;
   frame.locals.resize(names.size());
+  // The closure's cells first, one value each and known before anything is wrapped: a
+  // function among the arguments or cell contents whose closure shares a cell must see that
+  // same cell (and its writes).
+  const Py_ssize_t ncells = fn->func_closure ? PyTuple_GET_SIZE(fn->func_closure) : 0;
+  const size_t first_free = names.size() - static_cast<size_t>(frame.code->nfree);
+  for (Py_ssize_t i = 0; i < ncells; ++i) {
+    auto cell = std::make_shared<CellValue>(nullptr, false);
+    cell->real = py::Ref<>::newref(PyTuple_GET_ITEM(fn->func_closure, i));
+    cell->root_name = names[first_free + i];
+    tracer.side_effects.remember(cell->real.get(), cell);
+    frame.closure.push_back(std::move(cell));
+  }
   for (int slot = 0; slot < count && slot < frame.code->nvarnames; ++slot) {
     PyObject* real = arguments[slot];  // borrowed
     if (real == nullptr) continue;
     frame.locals[slot] = tracer.wrap(real, guards::local_source(names[slot], slot));
   }
-  if (fn->func_closure) {
-    size_t first_free = names.size() - static_cast<size_t>(frame.code->nfree);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fn->func_closure); ++i) {
-      PyObject* contents = PyCell_GET(PyTuple_GET_ITEM(fn->func_closure, i));
-      ValuePtr value;
-      if (contents) value = tracer.wrap(contents, guards::closure_source(names[first_free + i], static_cast<int>(i)));
-      auto cell = std::make_shared<CellValue>(value, false);
-      cell->real = py::Ref<>::newref(PyTuple_GET_ITEM(fn->func_closure, i));
-      cell->root_name = names[first_free + i];
-      frame.closure.push_back(std::move(cell));
-    }
+  for (Py_ssize_t i = 0; i < ncells; ++i) {
+    PyObject* contents = PyCell_GET(PyTuple_GET_ITEM(fn->func_closure, i));
+    auto& cell = static_cast<CellValue&>(*frame.closure[i]);
+    if (contents) cell.contents = tracer.wrap(contents, guards::closure_source(names[first_free + i], static_cast<int>(i)));
   }
 }
 

@@ -149,9 +149,19 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
       PyObject* cell = PyTuple_GET_ITEM(function->func_closure, i);
       PyObject* contents = PyCell_GET(cell);
       SourcePtr cell_source = cells ? guards::attr_source(guards::item_source(cells, check(PyLong_FromSsize_t(i))), "cell_contents") : nullptr;
+      if (ValuePtr known = side_effects.known(cell)) {
+        // A cell the trace already knows (the traced function's own, or another function's):
+        // one value, so a write through one closure is seen through the other.
+        auto& shared = static_cast<CellValue&>(*known);
+        if (cell_source && contents) wrap(contents, cell_source);  // guard this closure's view too
+        if (!shared.cell_source && cells) shared.cell_source = guards::item_source(cells, check(PyLong_FromSsize_t(i)));
+        value->closure.push_back(known);
+        continue;
+      }
       auto symbolic = std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false);
       symbolic->real = py::Ref<>::newref(cell);
       if (cells) symbolic->cell_source = guards::item_source(cells, check(PyLong_FromSsize_t(i)));
+      side_effects.remember(cell, symbolic);
       value->closure.push_back(std::move(symbolic));
     }
   }
