@@ -19,7 +19,7 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _frame_split, _logging, _resume, backends, config
+from bytegraph import _bridge, _frame_split, _logging, _readable_code, _resume, _stack_names, backends, config
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -27,7 +27,9 @@ from bytegraph.exc import GraphBreakError
 log = logging.getLogger("bytegraph")
 graph_break_log = logging.getLogger("bytegraph.graph_breaks")
 recompile_log = logging.getLogger("bytegraph.recompiles")
+recompile_verbose_log = logging.getLogger("bytegraph.recompiles_verbose")
 graph_log = logging.getLogger("bytegraph.graph")
+graph_code_log = logging.getLogger("bytegraph.graph_code")
 guard_log = logging.getLogger("bytegraph.guards")
 bytecode_log = logging.getLogger("bytegraph.bytecode")
 
@@ -68,7 +70,9 @@ _INTERNAL_MODULES = (
     "_frame",
     "_frame_split",
     "_logging",
+    "_readable_code",
     "_resume",
+    "_stack_names",
     "api",
     "backends",
     "comptime",
@@ -150,6 +154,7 @@ class FrameConverter:
         compiled = None
         if _count_calls(gm) > 0:
             compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+            _readable_code.name_constant(compiled, graph_name)
         elif not misses and not result.inputs:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             _never_offer_again(code)
@@ -185,6 +190,7 @@ class FrameConverter:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
             compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+            _readable_code.name_constant(compiled, graph_name)
         new_code = _C.codegen.generate_break_call(
             code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
             info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode, split.cells)
@@ -237,11 +243,18 @@ def _frame_module():
 
 
 def _log_bytecode(code, new_code, label):
+    """The generated code as Python source next to the original (INFO); the disassembly of
+    both at DEBUG (`+bytecode`)."""
     if bytecode_log.isEnabledFor(logging.INFO):
+        from bytegraph import _readable_code
+
+        bytecode_log.info("GENERATED CODE %s (%s)\n%s", code.co_qualname, label,
+                          _readable_code.source_and_original(new_code, _resume.origin(code)[0]))
+    if bytecode_log.isEnabledFor(logging.DEBUG):
         from bytegraph.bytecode import dis
 
-        bytecode_log.info("ORIGINAL BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(code))
-        bytecode_log.info("MODIFIED BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(new_code))
+        bytecode_log.debug("ORIGINAL BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(code))
+        bytecode_log.debug("MODIFIED BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(new_code))
 
 
 def _capturable(code):
@@ -286,24 +299,30 @@ def _count_calls(gm):
 
 
 def _report_recompile(code, guard_fail_fn):
-    """Logs why the existing entries did not match (a recompile); returns those reasons."""
-    reasons = [r for r in _C.frame.current_miss_reasons() if r]
+    """Logs why the existing entries did not match (a recompile); returns those reasons
+    (one per entry, most recently used first, in the user's words)."""
+    raw = [r for r in _C.frame.current_miss_reasons() if r]
+    reasons = [_stack_names.readable(r, code) for r in raw]
     if reasons:
-        recompile_log.info(
-            "Recompiling function %s in %s:%d, triggered by the guard failure(s):\n%s",
-            code.co_qualname, code.co_filename, code.co_firstlineno,
-            "\n".join(f"  - {r}" for r in reasons),
-        )
+        where = f"{code.co_qualname} in {code.co_filename}:{code.co_firstlineno}"
+        recompile_log.info("Recompiling function %s, triggered by the guard failure:\n  - %s", where, reasons[0])
+        if recompile_verbose_log.isEnabledFor(logging.INFO):
+            recompile_verbose_log.info(
+                "Recompiling function %s; each of its %d cache entries failed a guard:\n%s", where, len(reasons),
+                "\n".join(f"  - entry {i}: {r}" for i, r in enumerate(reasons)))
         if guard_fail_fn is not None:
-            guard_fail_fn(reasons[0])
+            guard_fail_fn(raw[0])
     return reasons
 
 
 def _log_compiled(code, graph_name, gm, guard_lines):
     if graph_log.isEnabledFor(logging.INFO):
-        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.traced_graph_text(gm))
+        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.graph_table(gm))
+    if graph_code_log.isEnabledFor(logging.INFO):
+        graph_code_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.graph_code_text(gm))
     if guard_log.isEnabledFor(logging.INFO):
-        guard_log.info("GUARDS %s\n%s", code.co_qualname, "\n".join(guard_lines))
+        guard_log.info("GUARDS %s\n%s", code.co_qualname,
+                       "\n".join(_stack_names.readable(line, code) for line in guard_lines))
 
 
 def graph_break_error(kind, message, user_stack, code):

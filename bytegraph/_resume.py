@@ -6,20 +6,28 @@ its prologue rebuilds the stack and jumps to the continuation's offset. They are
 (original code, offset, stack shape, live locals), so recompiles and repeated breaks reuse
 them, and a resume function that breaks again gets its own continuation built from the
 original code too (its offsets are mapped back first).
+
+A resume function is named after the user's function and the line it continues at,
+`foo2 (resumed at line 7)` (co_name; co_qualname carries the qualified name), so tracebacks,
+graph-break logs and recompile reasons name the user's code. A second continuation at the
+same line gets `#2`, and so on.
 """
 
-import itertools
+import collections
 import logging
 
 from bytegraph._extension import _C
 
 bytecode_log = logging.getLogger("bytegraph.bytecode")
 
-_names = itertools.count()
 # (original code, offset, stack slot kinds, live locals) -> resume code
 _cache = {}
 # resume code -> (original code, {offset in resume code: offset in original})
 _origins = {}
+# resume code -> (offset in the original it continues at, stack slot kinds)
+_continuations = {}
+# (original code, line) -> how many resume functions continue there
+_per_line = collections.Counter()
 
 
 def origin(code):
@@ -46,15 +54,39 @@ def resume_code_for(code, offset, stack, live_locals):
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    name = f"__resume_at_{at}_{next(_names)}"
+    line = line_at(original, at)
+    _per_line[original, line] += 1
+    suffix = f"resumed at line {line}" if line is not None else f"resumed at offset {at}"
+    if _per_line[original, line] > 1:
+        suffix += f" #{_per_line[original, line]}"
+    name = f"{original.co_name} ({suffix})"
     resume, offsets = _C.codegen.make_resume_code(original, at, list(key[2]), list(key[3]), name)
+    resume = resume.replace(co_qualname=f"{original.co_qualname} ({suffix})")
     _cache[key] = resume
     _origins[resume] = (original, offsets)
+    _continuations[resume] = (at, key[2])
     if bytecode_log.isEnabledFor(logging.INFO):
-        from bytegraph.bytecode import dis
+        from bytegraph import _readable_code
 
-        bytecode_log.info("RESUME FUNCTION %s (%s)\n%s", name, original.co_qualname, dis(resume))
+        bytecode_log.info("RESUME FUNCTION %s\n%s", resume.co_qualname,
+                          _readable_code.source_and_original(resume, original))
     return resume
+
+
+def line_at(code, offset):
+    """The source line of the instruction at `offset` in `code` (None if it has none)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return None
+
+
+def continuation(code):
+    """(original code, offset it continues at, stack slot kinds) for a resume function, else None."""
+    if code not in _continuations:
+        return None
+    at, stack = _continuations[code]
+    return _origins[code][0], at, stack
 
 
 def cached_count():
@@ -65,3 +97,5 @@ def cached_count():
 def reset():
     _cache.clear()
     _origins.clear()
+    _continuations.clear()
+    _per_line.clear()
