@@ -160,8 +160,21 @@ def _is_leaf_module_class(cls) -> bool:
                        torch.nn.ParameterList, torch.nn.ParameterDict)
 
 
+# Kinds chosen by the user (bytegraph.graph_rules: allow_in_graph, disallow_in_graph,
+# is_compiling): id(obj) -> (obj, kind). The object is held, so its id stays its own.
+_RULES = {}
+
+
+def set_rule(obj, kind):
+    """Make classify(obj) return `kind`."""
+    _RULES[id(obj)] = (obj, kind)
+
+
 def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names below."""
+    rule = _RULES.get(id(obj))
+    if rule is not None and rule[0] is obj:
+        return rule[1]
     if getattr(obj, "_bytegraph_graph_break", False) is True:
         return "graph_break"
     if getattr(obj, "_bytegraph_comptime", False) is True:

@@ -19,7 +19,8 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _frame_split, _logging, _readable_code, _resume, _stack_names, backends, config
+from bytegraph import (_bridge, _compile_metrics, _frame_split, _logging, _readable_code, _resume, _stack_names,
+                       _structured_trace, backends, config, graph_rules, stance)
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -65,6 +66,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # that hold user-style example code (the demo) are not listed, so they can be compiled.
 _INTERNAL_MODULES = (
     "__init__",
+    "_compile_metrics",
     "_convert_frame",
     "_extension",
     "_frame",
@@ -73,14 +75,18 @@ _INTERNAL_MODULES = (
     "_readable_code",
     "_resume",
     "_stack_names",
+    "_structured_trace",
     "api",
     "backends",
     "comptime",
     "config",
     "eval_frame",
-    "explain",
     "exc",
+    "explain",
+    "graph_rules",
     "optimized_module",
+    "run",
+    "stance",
     "testing",
 )
 _INTERNAL_FILES = frozenset(os.path.join(_PACKAGE_DIR, name + ".py") for name in _INTERNAL_MODULES)
@@ -122,10 +128,12 @@ class FrameConverter:
         if is_internal_code(code):
             _never_offer_again(code)
             return None
-        if is_skipped_code(code):
+        if is_skipped_code(code) or stance.current().name == "force_eager":
             return None
         try:
             return self.convert(frame_info)
+        except stance.RecompileError:
+            raise
         except Exception:
             if not config.suppress_errors:
                 raise
@@ -138,43 +146,75 @@ class FrameConverter:
         if not _capturable(code):
             _never_offer_again(code)
             return None
-        if not self._within_cache_limit(code):
+        if not self._within_cache_limit(code) or not self._recompile_allowed(code):
             return None
-        misses = _report_recompile(code, self.guard_fail_fn)
+        record = _compile_metrics.begin(code)
+        outcome = "failed"
         try:
-            result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
-                                          allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
+            result = self._convert(frame_info, record)
+            outcome = record.outcome if result is not None else "eager"
+            return result
+        except BaseException as error:
+            record.failure = f"{type(error).__name__}: {error}"
+            raise
+        finally:
+            _compile_metrics.finish(record, outcome)
+            _structured_trace.log_compile(record)
+
+    def _convert(self, frame_info, record):
+        code = frame_info.f_code
+        misses = _report_recompile(code, self.guard_fail_fn)
+        record.recompile_reasons = misses
+        try:
+            with record.phase("tracing"), graph_rules.tracing(), _structured_trace.recording_steps(record):
+                result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
+                                              allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
         except _C.Unsupported as error:
+            record.graph_break = _break_description(error.kind if hasattr(error, "kind") else "unsupported",
+                                                    getattr(error, "message", str(error)),
+                                                    getattr(error, "user_stack", []))
             return self._on_graph_break(code, error)
         if result.graph_break is not None:
-            return self._split_frame(code, result)
+            return self._split_frame(code, result, record)
         self.compile_count += 1
         graph_name = f"__compiled_fn_{next(_graph_ids)}"
         gm = result.graph_module
         compiled = None
         if _count_calls(gm) > 0:
-            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+            with record.phase("backend"):
+                compiled = backends.call_backend(self._compiler(), gm, list(result.example_inputs), graph_name)
             _readable_code.name_constant(compiled, graph_name)
+            record.add_graph(graph_name, gm)
         elif not misses and not result.inputs:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             _never_offer_again(code)
             return None
         output = result.output if compiled is not None else _outputs_as_inputs(gm, result)
-        new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
-                                                  compiled, output, result.sources)
+        with record.phase("codegen"):
+            new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
+                                                      compiled, output, result.sources)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         _log_compiled(code, graph_name, gm, guard_lines)
         _log_bytecode(code, new_code, "captured whole")
         if self.guard_export_fn is not None:
             self.guard_export_fn(guard_lines)
-        return new_code, result.build_guards(), (compiled, gm, graph_name)
+        with record.phase("guards"):
+            guards = result.build_guards()
+        record.captured(new_code, guard_lines, "captured")
+        return new_code, guards, (compiled, gm, graph_name)
 
-    def _split_frame(self, code, result):
+    def _compiler(self):
+        forced = stance.current().compiler_fn
+        return forced if forced is not None else self.compiler_fn
+
+    def _split_frame(self, code, result, record=None):
         """Compile the graph before the break, run the breaking instruction, and continue in
         resume functions (captured in turn when they run). Frames that cannot be split
         exactly run eagerly."""
+        record = record if record is not None else _compile_metrics.untracked()
         info = result.graph_break
+        record.graph_break = _break_description(info["kind"], info["message"], info["user_stack"])
         graph_break_log.info(
             "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
             _logging.user_stack_text(info["user_stack"]),
@@ -189,11 +229,15 @@ class FrameConverter:
         if _count_calls(gm) > 0:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
-            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+            with record.phase("backend"):
+                compiled = backends.call_backend(self._compiler(), gm, list(result.example_inputs), graph_name)
             _readable_code.name_constant(compiled, graph_name)
-        new_code = _C.codegen.generate_break_call(
-            code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
-            info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode, split.cells)
+            record.add_graph(graph_name, gm)
+        with record.phase("codegen"):
+            new_code = _C.codegen.generate_break_call(
+                code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
+                info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode,
+                split.cells)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:
@@ -201,7 +245,29 @@ class FrameConverter:
         _log_bytecode(code, new_code, f"graph break in {code.co_qualname}")
         if self.guard_export_fn is not None:
             self.guard_export_fn(guard_lines)
-        return new_code, result.build_guards(), (compiled, gm, graph_name, [r[0] for r in split.resumes])
+        with record.phase("guards"):
+            guards = result.build_guards()
+        record.captured(new_code, guard_lines, "split", [r[0] for r in split.resumes])
+        return new_code, guards, (compiled, gm, graph_name, [r[0] for r in split.resumes])
+
+    def _recompile_allowed(self, code):
+        """Under the eager_on_recompile and fail_on_recompile stances, a code with entries
+        is not compiled again (the first runs eagerly, the second raises)."""
+        name = stance.current().name
+        if name not in ("eager_on_recompile", "fail_on_recompile") or not _frame_module().cache_entries(code):
+            return True
+        reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
+        if name == "eager_on_recompile":
+            recompile_log.info("%s runs eagerly instead of recompiling (stance eager_on_recompile): %s",
+                               code.co_qualname, reasons[0] if reasons else "no entry matched")
+            return False
+        raise stance.RecompileError(
+            f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) would be compiled again, "
+            f"which set_stance('fail_on_recompile') forbids. No cache entry matched:\n"
+            + "\n".join(f"  - {r}" for r in reasons)
+            + "\nTo allow it, run this call under bytegraph.set_stance('default') (or "
+            "'eager_on_recompile' to run it uncompiled), or keep the guarded values (shapes, "
+            "dtypes, constants) the same as in the first call.")
 
     def _within_cache_limit(self, code):
         entries = len(_frame_module().cache_entries(code))
@@ -240,6 +306,10 @@ class FrameConverter:
 
 def _frame_module():
     return frame_hook()
+
+
+def _break_description(kind, message, user_stack):
+    return {"kind": kind, "message": message, "user_stack": list(user_stack or [])}
 
 
 def _log_bytecode(code, new_code, label):

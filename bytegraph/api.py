@@ -7,11 +7,15 @@ install it around the user's code (`eval_frame.CaptureContext`).
 
 import torch
 
-from bytegraph import _convert_frame, backends, config
+from bytegraph import _compile_metrics, _convert_frame, _stack_names, _structured_trace, backends, config
 from bytegraph.eval_frame import CaptureContext, disable, frame_hook
 from bytegraph.optimized_module import OptimizedModule
 
-__all__ = ["compile", "optimize", "reset", "list_backends", "disable", "graph_break"]
+__all__ = ["compile", "optimize", "reset", "list_backends", "disable", "graph_break", "compile_times",
+           "set_trace_dir"]
+
+compile_times = _compile_metrics.compile_times
+set_trace_dir = _structured_trace.set_trace_dir
 
 
 def _check_type(name, value, expected, expected_text):
@@ -177,6 +181,8 @@ def reset():
     if hook is not None and hasattr(hook, "reset"):
         hook.reset()
     _convert_frame.reset()
+    _stack_names.reset()
+    _compile_metrics.reset()
 
 
 def list_backends(exclude_tags=("debug", "experimental")):

@@ -37,11 +37,20 @@ def frame_hook():
     return _hook_module
 
 
+def _forced_eager():
+    from bytegraph import stance
+
+    return stance.current().name == "force_eager"
+
+
 def call_with_callback(callback, fn, args, kwargs):
-    """Call fn(*args, **kwargs) with the thread's frame callback set to `callback`."""
+    """Call fn(*args, **kwargs) with the thread's frame callback set to `callback` (to None
+    under set_stance("force_eager"): nothing compiled, no compiled entry used)."""
     hook = frame_hook()
     if hook is None:
         return fn(*args, **kwargs)
+    if callback is not None and _forced_eager():
+        callback = None
     previous = hook.set_callback(callback)
     try:
         return fn(*args, **kwargs)
@@ -65,7 +74,8 @@ class CaptureContext:
         hook = frame_hook()
         if not hasattr(self._saved, "stack"):
             self._saved.stack = []
-        self._saved.stack.append(hook.set_callback(self.callback) if hook is not None else None)
+        callback = None if self.callback is not None and _forced_eager() else self.callback
+        self._saved.stack.append(hook.set_callback(callback) if hook is not None else None)
         return self
 
     def __exit__(self, *exc_info):
