@@ -114,13 +114,15 @@ class FrameConverter:
     """
 
     def __init__(
-        self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None
+        self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
+        recompile_limit=None,
     ):
         self.compiler_fn = compiler_fn
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.guard_export_fn = guard_export_fn
         self.guard_fail_fn = guard_fail_fn
+        self.recompile_limit = recompile_limit
         self.compile_count = 0
 
     def __call__(self, frame_info):
@@ -271,13 +273,17 @@ class FrameConverter:
 
     def _within_cache_limit(self, code):
         entries = len(_frame_module().cache_entries(code))
-        if entries < config.cache_size_limit:
+        limit = self.recompile_limit if self.recompile_limit is not None else config.cache_size_limit
+        if entries < limit:
             return True
+        reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
         log.warning(
-            "bytegraph: %s (%s:%d) reached config.cache_size_limit (%d) recompilations; "
-            "it runs eagerly from now on. Last reason: %s",
-            code.co_qualname, code.co_filename, code.co_firstlineno, config.cache_size_limit,
-            "; ".join(r for r in _C.frame.current_miss_reasons() if r) or "unknown",
+            "bytegraph: %s (%s:%d) has been compiled %d times, the limit (%s); it runs eagerly from now "
+            "on.\nLast guard failure: %s\n%s",
+            code.co_qualname, code.co_filename, code.co_firstlineno, entries,
+            f"compile(recompile_limit={limit})" if self.recompile_limit is not None
+            else f"config.cache_size_limit = {limit}",
+            reasons[0] if reasons else "unknown", _recompile_advice(reasons[0] if reasons else ""),
         )
         _never_offer_again(code)
         return False
@@ -306,6 +312,20 @@ class FrameConverter:
 
 def _frame_module():
     return frame_hook()
+
+
+def _recompile_advice(reason):
+    """What to do about a function that keeps being recompiled, given its last guard failure."""
+    if "size" in reason or "stride" in reason or "ndim" in reason:
+        first = ("Its input shapes keep changing: compile with dynamic=True so sizes are symbolic, "
+                 "or pad/bucket the inputs to a few shapes.")
+    elif "dtype" in reason or "device" in reason or "requires_grad" in reason:
+        first = "Its tensors' dtype, device or requires_grad keep changing: make them consistent across calls."
+    else:
+        first = ("A Python value it reads keeps changing (a number, a flag, an object): pass it as a tensor, "
+                 "or keep it constant across calls.")
+    return (f"To fix: {first} To allow more compiles, raise bytegraph.config.cache_size_limit; to see "
+            "every recompile and its reason, turn on BYTEGRAPH_LOGS=recompiles.")
 
 
 def _break_description(kind, message, user_stack):
@@ -410,7 +430,8 @@ def graph_break_error(kind, message, user_stack, code):
     )
 
 
-def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None):
+def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
+                  recompile_limit=None):
     """The frame callback that compiles cache misses with `compiler_fn`."""
     return FrameConverter(
         compiler_fn,
@@ -418,6 +439,7 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
         dynamic=dynamic,
         guard_export_fn=guard_export_fn,
         guard_fail_fn=guard_fail_fn,
+        recompile_limit=recompile_limit,
     )
 
 
