@@ -85,6 +85,7 @@ _INTERNAL_MODULES = (
     "explain",
     "graph_rules",
     "optimized_module",
+    "report",
     "run",
     "stance",
     "testing",

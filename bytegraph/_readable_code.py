@@ -10,8 +10,11 @@ Constants that have no literal form (a compiled graph, a function) are shown by 
 `__compiled_fn_3(a, b)` instead of depyf's `'__co_consts[5]'(a, b)`.
 """
 
+import contextlib
 import linecache
 import re
+import signal
+import threading
 import weakref
 
 from bytegraph import bytecode
@@ -43,14 +46,61 @@ def _constant_name(code, index):
     return name if isinstance(name, str) and name.isidentifier() else None
 
 
+# Seconds depyf may take on one code object. It can loop on unusual control flow (a resume
+# function entering an exception handler's cleanup), so it runs under a timer, which only the
+# main thread can set: elsewhere, or while the program uses the timer itself, the disassembly
+# is shown instead.
+DECOMPILE_SECONDS = 2.0
+_decompiled = weakref.WeakKeyDictionary()
+
+
+class _TookTooLong(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    def expire(signum, frame):
+        raise _TookTooLong()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _can_time_limit():
+    return (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+            and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+
+
 def _decompile(code):
+    try:
+        return _decompiled[code]
+    except (KeyError, TypeError):
+        pass
+    text = _decompile_now(code)
+    try:
+        _decompiled[code] = text
+    except TypeError:
+        pass
+    return text
+
+
+def _decompile_now(code):
+    if not _can_time_limit():
+        return None
     try:
         from depyf.decompiler import Decompiler
     except ImportError:
         return None
     try:
-        text = Decompiler(_with_resume_stubs(code)).decompile(overwite_fn_name=identifier(code.co_name))
-    except Exception:  # depyf does not handle this bytecode: show the disassembly instead
+        with _time_limit(DECOMPILE_SECONDS):
+            text = Decompiler(_with_resume_stubs(code)).decompile(overwite_fn_name=identifier(code.co_name))
+    except (Exception, _TookTooLong):  # depyf does not handle this bytecode: show the disassembly
         return None
 
     def named(match):

@@ -137,11 +137,12 @@ def disable(fn=None, recursive=True):
     returned wrapper is marked so that a trace reaching it runs it as an opaque call.
     recursive=False: only `fn`'s own frame is skipped; functions it calls are still captured.
     Returns the wrapper (or `fn` itself when recursive=False). `disable()` with no function
-    returns a context manager and decorator.
+    returns a context manager and decorator; `disable(recursive=False)` a decorator.
     """
     if fn is None:
         if not recursive:
-            raise ValueError("disable(recursive=False) needs the function whose frames to skip")
+            # @disable(recursive=False): a decorator (torch.compiler.disable's meaning too).
+            return functools.partial(disable, recursive=False)
         return DisableContext()
     import torch
 
