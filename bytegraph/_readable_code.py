@@ -130,12 +130,12 @@ _NESTED_STUB = re.compile(
 
 
 def _with_resume_stubs(code):
-    from bytegraph import _resume
+    from bytegraph._extension import _C
 
     constants = list(code.co_consts)
     changed = False
     for i, constant in enumerate(constants):
-        if hasattr(constant, "co_code") and _resume.is_resume_code(constant):
+        if hasattr(constant, "co_code") and _C.codegen.is_resume_code(constant):
             arguments = ", ".join(constant.co_varnames[:constant.co_argcount])
             name = identifier(constant.co_name)
             source = f"def {name}({arguments}):\n    return {_STUB_MARK + name!r}\n"
@@ -157,6 +157,22 @@ def _call_resume_functions_by_name(text):
     if renames:  # the blank lines depyf put around the nested definitions
         text = re.sub(r"\n(?:[ \t]*\n)+", "\n", text)
     return text
+
+
+def original_code(code):
+    """The user's code a resume function continues (`code` itself for any other code)."""
+    from bytegraph._extension import _C
+
+    origin = _C.codegen.resume_origin(code)
+    return origin[0] if origin is not None else code
+
+
+def line_at(code, offset):
+    """The source line of the instruction at `offset` in `code` (None if it has none)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return None
 
 
 def python_source(code):

@@ -18,7 +18,8 @@ import functools
 import linecache
 import re
 
-from bytegraph import _resume
+from bytegraph._extension import _C
+from bytegraph._readable_code import line_at
 
 _STACK_SOURCE = re.compile(r"L\['___stack(\d+)'\]")
 
@@ -118,13 +119,13 @@ def _stack_expressions(code, offset):
 @functools.lru_cache(maxsize=256)
 def stack_descriptions(code):
     """{argument name: description} for the `___stack<i>` arguments of resume function `code`."""
-    continuation = _resume.continuation(code)
+    continuation = _C.codegen.resume_continuation(code)
     if continuation is None:
         return {}
     original, offset, kinds = continuation
-    line = _resume.line_at(original, offset)
+    line = line_at(original, offset)
     where = f"on the stack at line {line}" if line is not None else "on the stack"
-    positions = [i for i, kind in enumerate(kinds) if kind != "null" and not isinstance(kind, tuple)]
+    positions = [i for i, kind in enumerate(kinds) if kind in ("value", "iter")]
     slots, lines = _stack_expressions(original, offset)
     # Context slots are not arguments; the others match the stack's non-NULL values in order.
     if slots is not None:

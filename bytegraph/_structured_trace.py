@@ -237,7 +237,7 @@ def log_compile(record):
 
 
 def _write_compile(writer, record):
-    from bytegraph import _frame, _readable_code, _resume, bytecode
+    from bytegraph import _frame, _readable_code, bytecode
 
     code = record.code
     cid = (record.frame_id, record.compile_id)
@@ -259,7 +259,7 @@ def _write_compile(writer, record):
         node_count += len(gm.graph.nodes)
         input_count += sum(1 for node in gm.graph.nodes if node.op == "placeholder")
     if record.new_code is not None:
-        original = _resume.origin(code)[0]
+        original = _readable_code.original_code(code)
         writer.emit("artifact", {"name": "generated_code", "encoding": "string"},
                     payload=_readable_code.source_and_original(record.new_code, original), compile_id=cid)
         for resume in record.resumes:

@@ -8,13 +8,10 @@
 - `is_compiling()`: False when run normally, True in code bytegraph captured (the tracer folds
   the call to the constant True), so a function can take a capture-friendly path.
 
-The rules live in the torch bridge's registry (`bytegraph._bridge.set_rule`), which its
-`classify()` consults first. Rules apply to compiles made after they are set: call
+The rules live in the torch bridge (`bytegraph._bridge.set_rule`, consulted first by its
+`classify()`, and its folded queries for is_compiling). Rules apply to compiles made after they are set: call
 bytegraph.reset() to recompile functions captured before.
 """
-
-import contextlib
-import threading
 
 from bytegraph import _bridge
 
@@ -47,23 +44,10 @@ def disallow_in_graph(fn):
     return fn
 
 
-_tracing = threading.local()
-
-
 def is_compiling():
     """True in code that bytegraph captured, False when run normally."""
-    return getattr(_tracing, "depth", 0) > 0
+    return False
 
 
-# The tracer folds this function by calling it while it traces, when it returns True.
-_bridge.set_rule(is_compiling, "pure_function")
-
-
-@contextlib.contextmanager
-def tracing():
-    """Around the tracer's work on this thread: is_compiling() is True within."""
-    _tracing.depth = getattr(_tracing, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _tracing.depth -= 1
+# The tracer folds calls of this function to True (bytegraph._bridge's folded queries).
+_bridge.register_folded(is_compiling, True)
