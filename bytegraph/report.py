@@ -24,7 +24,7 @@ def add_arguments(parser):
 
 
 def main(args):
-    tlparse = shutil.which("tlparse")
+    tlparse = shutil.which("tlparse") or shutil.which("tlparse", path=str(Path(sys.executable).parent))
     if tlparse is None:
         print("bytegraph report: the tlparse tool is not installed (pip install tlparse)", file=sys.stderr)
         return 2

@@ -162,6 +162,19 @@ def test_each_frame_links_to_its_step_by_step_viewer_page(report):
     assert "foo2" in titles and "foo2 (resumed at line 47)" in titles and "slides_example" in titles
 
 
+def test_report_command_runs_tlparse_on_the_newest_trace(report, tmp_path):
+    trace_dir, _ = report
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-m", "bytegraph", "report", str(trace_dir), "-o", str(out)],
+                          env=dict(os.environ, PYTHONPATH=REPO), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(out / "index.html")
+    assert "in foo2 (resumed at line 47)" in _index(out)
+    missing = subprocess.run([sys.executable, "-m", "bytegraph", "report", str(tmp_path / "none")],
+                             env=dict(os.environ, PYTHONPATH=REPO), capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "no bytegraph_trace_*.log" in missing.stderr
+
+
 def test_set_trace_dir_from_code(tmp_path):
     bytegraph.reset()
     previous = bytegraph.set_trace_dir(tmp_path / "here")
