@@ -6,28 +6,38 @@ from bytegraph import _logging
 from bytegraph._logging import set_logs
 from bytegraph.comptime import comptime
 from bytegraph.explain import explain
-from bytegraph.api import compile, graph_break, list_backends, optimize, reset
+from bytegraph.api import compile, compile_times, graph_break, list_backends, optimize, reset, set_trace_dir
 from bytegraph.eval_frame import disable
+from bytegraph.graph_rules import allow_in_graph, disallow_in_graph, is_compiling
+from bytegraph.stance import set_stance
+from bytegraph import _structured_trace
 from bytegraph.optimized_module import OptimizedModule
 from bytegraph.tracing import trace
 
 __all__ = [
     "_C",
     "OptimizedModule",
+    "allow_in_graph",
     "compile",
+    "compile_times",
     "comptime",
     "config",
     "disable",
+    "disallow_in_graph",
     "explain",
     "graph_break",
+    "is_compiling",
     "list_backends",
     "optimize",
     "reset",
-    "trace",
     "set_logs",
+    "set_stance",
+    "set_trace_dir",
+    "trace",
 ]
 __version__ = "0.1.0"
 
 from bytegraph import testing  # noqa: E402  (bytegraph.testing.CompileCounter is public API)
 
 _logging.init_from_environment()
+_structured_trace.init_from_environment()

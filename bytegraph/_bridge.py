@@ -303,8 +303,21 @@ def _marked(obj, name) -> bool:
     return obj.__dict__.get(name, False) is True
 
 
+# Kinds chosen by the user (bytegraph.graph_rules: allow_in_graph, disallow_in_graph):
+# id(obj) -> (obj, kind). The object is held, so its id stays its own.
+_RULES = {}
+
+
+def set_rule(obj, kind):
+    """Make classify(obj) return `kind`."""
+    _RULES[id(obj)] = (obj, kind)
+
+
 def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names above."""
+    rule = _RULES.get(id(obj))
+    if rule is not None and rule[0] is obj:
+        return rule[1]
     if _marked(obj, "_bytegraph_graph_break"):
         return "graph_break"
     if _marked(obj, "_bytegraph_comptime"):

@@ -19,7 +19,8 @@ import sysconfig
 
 import torch
 
-from bytegraph import _logging, backends, config
+from bytegraph import (_compile_metrics, _logging, _readable_code, _stack_names, _structured_trace, backends, config,
+                       stance)
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -27,7 +28,9 @@ from bytegraph.exc import GraphBreakError
 log = logging.getLogger("bytegraph")
 graph_break_log = logging.getLogger("bytegraph.graph_breaks")
 recompile_log = logging.getLogger("bytegraph.recompiles")
+recompile_verbose_log = logging.getLogger("bytegraph.recompiles_verbose")
 graph_log = logging.getLogger("bytegraph.graph")
+graph_code_log = logging.getLogger("bytegraph.graph_code")
 guard_log = logging.getLogger("bytegraph.guards")
 bytecode_log = logging.getLogger("bytegraph.bytecode")
 
@@ -63,18 +66,26 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # that hold user-style example code (the demo) are not listed, so they can be compiled.
 _INTERNAL_MODULES = (
     "__init__",
+    "_compile_metrics",
     "_convert_frame",
     "_extension",
     "_frame",
     "_logging",
+    "_readable_code",
+    "_stack_names",
+    "_structured_trace",
     "api",
     "backends",
     "comptime",
     "config",
     "eval_frame",
-    "explain",
     "exc",
+    "explain",
+    "graph_rules",
     "optimized_module",
+    "report",
+    "run",
+    "stance",
     "testing",
 )
 _INTERNAL_FILES = frozenset(os.path.join(_PACKAGE_DIR, name + ".py") for name in _INTERNAL_MODULES)
@@ -102,13 +113,15 @@ class FrameConverter:
     """
 
     def __init__(
-        self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None
+        self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
+        recompile_limit=None,
     ):
         self.compiler_fn = compiler_fn
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.guard_export_fn = guard_export_fn
         self.guard_fail_fn = guard_fail_fn
+        self.recompile_limit = recompile_limit
         self.compile_count = 0
 
     def __call__(self, frame_info):
@@ -116,10 +129,12 @@ class FrameConverter:
         if is_internal_code(code):
             _never_offer_again(code)
             return None
-        if is_skipped_code(code):
+        if is_skipped_code(code) or stance.current().name == "force_eager":
             return None
         try:
             return self.convert(frame_info)
+        except stance.RecompileError:
+            raise
         except Exception:
             if not config.suppress_errors:
                 raise
@@ -132,18 +147,40 @@ class FrameConverter:
         if not _capturable(code):
             _never_offer_again(code)
             return None
-        if not self._within_cache_limit(code):
+        if not self._within_cache_limit(code) or not self._recompile_allowed(code):
             return None
-        misses = _report_recompile(code, self.guard_fail_fn)
+        record = _compile_metrics.begin(code)
+        outcome = "failed"
         try:
-            result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
-                                          allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
+            result = self._convert(frame_info, record)
+            outcome = record.outcome if result is not None else "eager"
+            return result
+        except BaseException as error:
+            record.failure = f"{type(error).__name__}: {error}"
+            raise
+        finally:
+            _compile_metrics.finish(record, outcome)
+            _structured_trace.log_compile(record)
+
+    def _convert(self, frame_info, record):
+        code = frame_info.f_code
+        misses = _report_recompile(code, self.guard_fail_fn)
+        record.recompile_reasons = misses
+        try:
+            with record.phase("tracing"), _structured_trace.recording_steps(record):
+                result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
+                                              allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
         except _C.Unsupported as error:
+            record.graph_break = _break_description(getattr(error, "kind", "unsupported"),
+                                                    getattr(error, "message", str(error)),
+                                                    getattr(error, "user_stack", []))
             return self._on_graph_break(code, error)
         info = result.graph_break
         if info is not None:
+            record.graph_break = _break_description(info["kind"], info["message"], info["user_stack"])
             self._report_break(code, info["kind"], info["message"], info["user_stack"])
-        plan = _C.codegen.plan_frame(code, result)
+        with record.phase("codegen"):
+            plan = _C.codegen.plan_frame(code, result)
         if plan.eager_reason is not None:
             graph_break_log.info("%s runs eagerly: %s", code.co_qualname, plan.eager_reason)
             _never_offer_again(code)
@@ -157,8 +194,12 @@ class FrameConverter:
         if result.op_count > 0:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
-            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
-        new_code = plan.generate(compiled)
+            with record.phase("backend"):
+                compiled = backends.call_backend(self._compiler(), gm, list(result.example_inputs), graph_name)
+            _readable_code.name_constant(compiled, graph_name)
+            record.add_graph(graph_name, gm)
+        with record.phase("codegen"):
+            new_code = plan.generate(compiled)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:
@@ -169,7 +210,33 @@ class FrameConverter:
             _log_resume_code(code, resume)
         if self.guard_export_fn is not None:
             self.guard_export_fn(guard_lines)
-        return new_code, result.build_guards(), (compiled, gm, graph_name, plan.resume_codes)
+        with record.phase("guards"):
+            guards = result.build_guards()
+        record.captured(new_code, guard_lines, "captured" if info is None else "split", plan.resume_codes)
+        return new_code, guards, (compiled, gm, graph_name, plan.resume_codes)
+
+    def _compiler(self):
+        forced = stance.current().compiler_fn
+        return forced if forced is not None else self.compiler_fn
+
+    def _recompile_allowed(self, code):
+        """Under the eager_on_recompile and fail_on_recompile stances, a code with entries
+        is not compiled again (the first runs eagerly, the second raises)."""
+        name = stance.current().name
+        if name not in ("eager_on_recompile", "fail_on_recompile") or not _frame_module().cache_entries(code):
+            return True
+        reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
+        if name == "eager_on_recompile":
+            recompile_log.info("%s runs eagerly instead of recompiling (stance eager_on_recompile): %s",
+                               code.co_qualname, reasons[0] if reasons else "no entry matched")
+            return False
+        raise stance.RecompileError(
+            f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) would be compiled again, "
+            f"which set_stance('fail_on_recompile') forbids. No cache entry matched:\n"
+            + "\n".join(f"  - {r}" for r in reasons)
+            + "\nTo allow it, run this call under bytegraph.set_stance('default') (or "
+            "'eager_on_recompile' to run it uncompiled), or keep the guarded values (shapes, "
+            "dtypes, constants) the same as in the first call.")
 
     def _report_break(self, code, kind, message, user_stack):
         """A trace of `code` stopped at a graph break (split there, or run eagerly)."""
@@ -179,13 +246,17 @@ class FrameConverter:
 
     def _within_cache_limit(self, code):
         entries = len(_frame_module().cache_entries(code))
-        if entries < config.cache_size_limit:
+        limit = self.recompile_limit if self.recompile_limit is not None else config.cache_size_limit
+        if entries < limit:
             return True
+        reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
         log.warning(
-            "bytegraph: %s (%s:%d) reached config.cache_size_limit (%d) recompilations; "
-            "it runs eagerly from now on. Last reason: %s",
-            code.co_qualname, code.co_filename, code.co_firstlineno, config.cache_size_limit,
-            "; ".join(r for r in _C.frame.current_miss_reasons() if r) or "unknown",
+            "bytegraph: %s (%s:%d) has been compiled %d times, the limit (%s); it runs eagerly from now "
+            "on.\nLast guard failure: %s\n%s",
+            code.co_qualname, code.co_filename, code.co_firstlineno, entries,
+            f"compile(recompile_limit={limit})" if self.recompile_limit is not None
+            else f"config.cache_size_limit = {limit}",
+            reasons[0] if reasons else "unknown", _recompile_advice(reasons[0] if reasons else ""),
         )
         _never_offer_again(code)
         return False
@@ -213,23 +284,49 @@ def _frame_module():
     return frame_hook()
 
 
+def _recompile_advice(reason):
+    """What to do about a function that keeps being recompiled, given its last guard failure."""
+    if "size" in reason or "stride" in reason or "ndim" in reason:
+        first = ("Its input shapes keep changing: compile with dynamic=True so sizes are symbolic, "
+                 "or pad/bucket the inputs to a few shapes.")
+    elif "dtype" in reason or "device" in reason or "requires_grad" in reason:
+        first = "Its tensors' dtype, device or requires_grad keep changing: make them consistent across calls."
+    else:
+        first = ("A Python value it reads keeps changing (a number, a flag, an object): pass it as a tensor, "
+                 "or keep it constant across calls.")
+    return (f"To fix: {first} To allow more compiles, raise bytegraph.config.cache_size_limit; to see "
+            "every recompile and its reason, turn on BYTEGRAPH_LOGS=recompiles.")
+
+
+def _break_description(kind, message, user_stack):
+    return {"kind": kind, "message": message, "user_stack": list(user_stack or [])}
+
+
 _logged_resume_codes = set()
 
 
 def _log_resume_code(code, resume):
     if bytecode_log.isEnabledFor(logging.INFO) and resume not in _logged_resume_codes:
-        from bytegraph.bytecode import dis
-
         _logged_resume_codes.add(resume)
-        bytecode_log.info("RESUME FUNCTION %s (%s)\n%s", resume.co_name, code.co_qualname, dis(resume))
+        bytecode_log.info("RESUME FUNCTION %s\n%s", resume.co_qualname,
+                          _readable_code.source_and_original(resume, _readable_code.original_code(code)))
+        if bytecode_log.isEnabledFor(logging.DEBUG):
+            from bytegraph.bytecode import dis
+
+            bytecode_log.debug("RESUME FUNCTION BYTECODE %s\n%s", resume.co_qualname, dis(resume))
 
 
 def _log_bytecode(code, new_code, label):
+    """The generated code as Python source next to the original (INFO); the disassembly of
+    both at DEBUG (`+bytecode`)."""
     if bytecode_log.isEnabledFor(logging.INFO):
+        bytecode_log.info("GENERATED CODE %s (%s)\n%s", code.co_qualname, label,
+                          _readable_code.source_and_original(new_code, _readable_code.original_code(code)))
+    if bytecode_log.isEnabledFor(logging.DEBUG):
         from bytegraph.bytecode import dis
 
-        bytecode_log.info("ORIGINAL BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(code))
-        bytecode_log.info("MODIFIED BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(new_code))
+        bytecode_log.debug("ORIGINAL BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(code))
+        bytecode_log.debug("MODIFIED BYTECODE %s (%s)\n%s", code.co_qualname, label, dis(new_code))
 
 
 def _capturable(code):
@@ -253,24 +350,30 @@ def argument_slots(code, f_locals):
 
 
 def _report_recompile(code, guard_fail_fn):
-    """Logs why the existing entries did not match (a recompile); returns those reasons."""
-    reasons = [r for r in _C.frame.current_miss_reasons() if r]
+    """Logs why the existing entries did not match (a recompile); returns those reasons
+    (one per entry, most recently used first, in the user's words)."""
+    raw = [r for r in _C.frame.current_miss_reasons() if r]
+    reasons = [_stack_names.readable(r, code) for r in raw]
     if reasons:
-        recompile_log.info(
-            "Recompiling function %s in %s:%d, triggered by the guard failure(s):\n%s",
-            code.co_qualname, code.co_filename, code.co_firstlineno,
-            "\n".join(f"  - {r}" for r in reasons),
-        )
+        where = f"{code.co_qualname} in {code.co_filename}:{code.co_firstlineno}"
+        recompile_log.info("Recompiling function %s, triggered by the guard failure:\n  - %s", where, reasons[0])
+        if recompile_verbose_log.isEnabledFor(logging.INFO):
+            recompile_verbose_log.info(
+                "Recompiling function %s; each of its %d cache entries failed a guard:\n%s", where, len(reasons),
+                "\n".join(f"  - entry {i}: {r}" for i, r in enumerate(reasons)))
         if guard_fail_fn is not None:
-            guard_fail_fn(reasons[0])
+            guard_fail_fn(raw[0])
     return reasons
 
 
 def _log_compiled(code, graph_name, gm, guard_lines):
     if graph_log.isEnabledFor(logging.INFO):
-        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.traced_graph_text(gm))
+        graph_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.graph_table(gm))
+    if graph_code_log.isEnabledFor(logging.INFO):
+        graph_code_log.info("TRACED GRAPH %s (%s)\n%s", graph_name, code.co_qualname, _logging.graph_code_text(gm))
     if guard_log.isEnabledFor(logging.INFO):
-        guard_log.info("GUARDS %s\n%s", code.co_qualname, "\n".join(guard_lines))
+        guard_log.info("GUARDS %s\n%s", code.co_qualname,
+                       "\n".join(_stack_names.readable(line, code) for line in guard_lines))
 
 
 def graph_break_error(kind, message, user_stack, code):
@@ -288,7 +391,8 @@ def graph_break_error(kind, message, user_stack, code):
     )
 
 
-def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None):
+def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
+                  recompile_limit=None):
     """The frame callback that compiles cache misses with `compiler_fn`."""
     return FrameConverter(
         compiler_fn,
@@ -296,6 +400,7 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
         dynamic=dynamic,
         guard_export_fn=guard_export_fn,
         guard_fail_fn=guard_fail_fn,
+        recompile_limit=recompile_limit,
     )
 
 

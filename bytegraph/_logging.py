@@ -2,14 +2,21 @@
 
 Switched by the environment variable BYTEGRAPH_LOGS, read when bytegraph is imported:
 
-    BYTEGRAPH_LOGS="+trace,bytecode,graph,guards,recompiles,graph_breaks,output_code"
+    BYTEGRAPH_LOGS="+bytegraph,graph_breaks,recompiles,guards,bytecode,graph_code,output_code"
 
-or from code with `bytegraph.set_logs(graph=True, recompiles=True, trace=True)`. A name
-turns its artifact on at its own level; `+name` at DEBUG. `all` turns every artifact on;
-`bytegraph` / `+bytegraph` set the level of the `bytegraph` logger itself (its warnings and
-everything under it). Everything is off by default, and a trace with the `trace` artifact
-off costs nothing extra: the compile path asks `trace_sink()` once per trace, and the C++
-interpreter tests one pointer per instruction.
+or from code with `bytegraph.set_logs(graph_code=True, recompiles=True)`. A name turns its
+artifact on at its own level; `+name` at DEBUG (for `bytecode`: the disassembly too). `all`
+turns every artifact on; `bytegraph` / `+bytegraph` set the level of the `bytegraph` logger
+itself (its warnings and debug messages), not the artifacts. TORCH_LOGS spellings mean the
+same here: `dynamo` is `bytegraph`, `trace_bytecode` is `trace`.
+
+Whichever way an artifact is turned on, it is the same logger (`bytegraph.<artifact>`) and
+the same line prefix (`[bytegraph.<artifact>]`), so a handler a program adds to
+`logging.getLogger("bytegraph.graph_breaks")` sees exactly what BYTEGRAPH_LOGS shows.
+
+Everything is off by default, and a trace with the `trace` artifact off costs nothing
+extra: the compile path asks `trace_sink()` once per trace, and the C++ interpreter tests
+one pointer per instruction.
 """
 
 import contextlib
@@ -26,28 +33,41 @@ ARTIFACTS = {
     "trace": ("bytegraph.trace", logging.DEBUG,
               "one TRACE line per interpreted instruction: opcode, argument, symbolic stack"),
     "bytecode": ("bytegraph.bytecode", logging.INFO,
-                 "ORIGINAL and MODIFIED BYTECODE of each captured frame and resume function"),
-    "graph": ("bytegraph.graph", logging.INFO, "TRACED GRAPH: each graph as code and as a node table"),
+                 "each generated function (captured frames, resume functions) as Python source next to "
+                 "the original; at DEBUG (+bytecode) also the ORIGINAL and MODIFIED disassembly"),
+    "graph": ("bytegraph.graph", logging.INFO, "TRACED GRAPH: each graph as a node table"),
+    "graph_code": ("bytegraph.graph_code", logging.INFO, "TRACED GRAPH: each graph as readable Python code"),
     "guards": ("bytegraph.guards", logging.INFO, "GUARDS of each new cache entry"),
-    "recompiles": ("bytegraph.recompiles", logging.INFO, "why a function is compiled again (the failed guards)"),
+    "recompiles": ("bytegraph.recompiles", logging.INFO,
+                   "why a function is compiled again (the failed guard of the latest entry)"),
+    "recompiles_verbose": ("bytegraph.recompiles_verbose", logging.INFO,
+                           "why a function is compiled again: the failed guard of every cache entry"),
     "graph_breaks": ("bytegraph.graph_breaks", logging.INFO, "each graph break: reason and user stack"),
     "output_code": ("bytegraph.output_code", logging.INFO,
                     "the code a backend generated, where it has some (inductor's output code)"),
 }
+
+# TORCH_LOGS names with the same meaning here.
+ALIASES = {"dynamo": ROOT, "trace_bytecode": "trace"}
+
+# The level of an artifact that is off: above every level a record can have.
+_OFF = logging.CRITICAL + 10
 
 trace_log = logging.getLogger(ARTIFACTS["trace"][0])
 output_code_log = logging.getLogger(ARTIFACTS["output_code"][0])
 
 
 class _StderrHandler(logging.StreamHandler):
-    """Writes to the sys.stderr of the moment (so redirections and test capture see it)."""
+    """Writes to the sys.stderr of the moment (so redirections and test capture see it), or
+    to the stream `redirected_to` names while it is active."""
 
     def __init__(self):
         super().__init__(sys.stderr)
+        self.target = None
 
     @property
     def stream(self):
-        return sys.stderr
+        return self.target if self.target is not None else sys.stderr
 
     @stream.setter
     def stream(self, value):
@@ -55,17 +75,31 @@ class _StderrHandler(logging.StreamHandler):
 
 
 class _Formatter(logging.Formatter):
-    """`[bytegraph:graph] message`, multi-line messages kept as they are."""
+    """`[bytegraph.graph_breaks] message`: the logger's name, multi-line messages kept as they are."""
 
     def format(self, record):
-        name = record.name
-        short = name[len(ROOT) + 1:] if name.startswith(ROOT + ".") else name
-        record.artifact = short
+        record.logger_name = record.name
         return super().format(record)
 
 
 _handler = _StderrHandler()
-_handler.setFormatter(_Formatter("[bytegraph:%(artifact)s] %(message)s"))
+_handler.setFormatter(_Formatter("[%(logger_name)s] %(message)s"))
+
+
+@contextlib.contextmanager
+def redirected_to(stream):
+    """Within the block, bytegraph's log lines go to `stream` (the demo prints them in order
+    with its own output on stdout)."""
+    previous = _handler.target
+    _handler.target = stream
+    try:
+        yield
+    finally:
+        _handler.target = previous
+
+
+def _canonical(name):
+    return ALIASES.get(name, name)
 
 
 def _on_level(name, value):
@@ -81,13 +115,14 @@ def _on_level(name, value):
 def set_logs(**settings):
     """Turn log artifacts on or off (every one not named is turned off).
 
-    Each keyword is an artifact name (see ARTIFACTS: trace, bytecode, graph, guards,
-    recompiles, graph_breaks, output_code) or `bytegraph` (the package logger), with True
-    (on at the artifact's level), False/None (off) or a logging level such as
-    logging.DEBUG. A readable handler is installed on the `bytegraph` logger while anything
-    is on.
+    Each keyword is an artifact name (see ARTIFACTS: trace, bytecode, graph, graph_code,
+    guards, recompiles, recompiles_verbose, graph_breaks, output_code), `bytegraph` (the
+    package logger; `dynamo` is accepted for it, as torch._logging.set_logs names it) or
+    `all`, with True (on at the artifact's level), False/None (off) or a logging level such
+    as logging.DEBUG. A readable handler is installed on the `bytegraph` logger while
+    anything is on.
     """
-    unknown = sorted(set(settings) - set(ARTIFACTS) - {ROOT, "all"})
+    unknown = sorted(name for name in settings if _canonical(name) not in valid_names())
     if unknown:
         raise ValueError(f"unknown log artifact(s) {', '.join(unknown)}; known: {', '.join(valid_names())}")
     levels = {}
@@ -96,7 +131,7 @@ def set_logs(**settings):
             levels[name] = _on_level(name, settings["all"])
     for name, value in settings.items():
         if name != "all":
-            levels[name] = _on_level(name, value)
+            levels[_canonical(name)] = _on_level(_canonical(name), value)
     _apply(levels)
 
 
@@ -105,16 +140,19 @@ def valid_names():
 
 
 def parse_spec(spec):
-    """`"+trace,graph"` -> {"trace": DEBUG, "graph": INFO}; raises ValueError on unknown names."""
+    """`"+trace,graph"` -> {"trace": DEBUG, "graph": INFO}; raises ValueError on unknown names.
+
+    TORCH_LOGS spellings are accepted where they mean the same (`+dynamo` is `+bytegraph`)."""
     levels = {}
     for token in spec.replace(" ", ",").split(","):
         token = token.strip()
         if not token:
             continue
         debug = token.startswith("+")
-        name = token.lstrip("+")
+        name = _canonical(token.lstrip("+"))
         if name not in valid_names():
-            raise ValueError(f"unknown log artifact {name!r} in {ENV_VAR}; known: {', '.join(valid_names())}")
+            known = ", ".join(valid_names() + sorted(ALIASES))
+            raise ValueError(f"unknown log artifact {token.lstrip('+')!r} in {ENV_VAR}; known: {known}")
         targets = list(ARTIFACTS) if name == "all" else [name]
         for target in targets:
             levels[target] = logging.DEBUG if debug else _on_level(target, True)
@@ -124,7 +162,8 @@ def parse_spec(spec):
 def _apply(levels):
     for name, (logger_name, _, _) in ARTIFACTS.items():
         level = levels.get(name)
-        logging.getLogger(logger_name).setLevel(level if level is not None else logging.NOTSET)
+        # An artifact not named is off even when the bytegraph logger is at DEBUG.
+        logging.getLogger(logger_name).setLevel(level if level is not None else _OFF)
     root = logging.getLogger(ROOT)
     root_level = levels.get(ROOT)
     root.setLevel(root_level if root_level is not None else logging.WARNING)
@@ -149,6 +188,10 @@ def init_from_environment():
         # Off by default, even under a root logger configured at INFO or DEBUG.
         if root.level == logging.NOTSET:
             root.setLevel(logging.WARNING)
+        for logger_name, _, _ in ARTIFACTS.values():
+            logger = logging.getLogger(logger_name)
+            if logger.level == logging.NOTSET:
+                logger.setLevel(_OFF)
         return
     try:
         levels = parse_spec(spec)
@@ -211,9 +254,9 @@ def _target_name(target):
     return name
 
 
-def traced_graph_text(gm):
-    """TRACED GRAPH body: readable code with shapes, then the node table."""
-    return gm.print_readable(print_output=False).rstrip() + "\n\n" + graph_table(gm)
+def graph_code_text(gm):
+    """The graph as readable Python code with shapes (the `graph_code` artifact)."""
+    return gm.print_readable(print_output=False).rstrip()
 
 
 @contextlib.contextmanager

@@ -7,11 +7,15 @@ install it around the user's code (`eval_frame.CaptureContext`).
 
 import torch
 
-from bytegraph import _convert_frame, backends, config
+from bytegraph import _compile_metrics, _convert_frame, _stack_names, _structured_trace, backends, config
 from bytegraph.eval_frame import CaptureContext, disable, frame_hook
 from bytegraph.optimized_module import OptimizedModule
 
-__all__ = ["compile", "optimize", "reset", "list_backends", "disable", "graph_break"]
+__all__ = ["compile", "optimize", "reset", "list_backends", "disable", "graph_break", "compile_times",
+           "set_trace_dir"]
+
+compile_times = _compile_metrics.compile_times
+set_trace_dir = _structured_trace.set_trace_dir
 
 
 def _check_type(name, value, expected, expected_text):
@@ -67,6 +71,7 @@ def _optimize_context(
     options=None,
     guard_export_fn=None,
     guard_fail_fn=None,
+    recompile_limit=None,
 ):
     compiler_fn = backends.resolve_backend(backend, mode=mode, options=options, dynamic=dynamic)
     callback = _convert_frame.make_callback(
@@ -75,6 +80,7 @@ def _optimize_context(
         dynamic=dynamic,
         guard_export_fn=guard_export_fn,
         guard_fail_fn=guard_fail_fn,
+        recompile_limit=recompile_limit,
     )
     return OptimizeContext(callback, compile_options)
 
@@ -88,6 +94,7 @@ def compile(
     mode=None,
     options=None,
     disable=False,
+    recompile_limit=None,
 ):
     """Compile a function or nn.Module, like torch.compile.
 
@@ -98,6 +105,8 @@ def compile(
     mode / options: inductor settings, as torch.compile takes them; other backends receive
         them as keyword arguments and must accept them.
     disable: return `model` unchanged.
+    recompile_limit: compiled entries kept per function before it runs eagerly (default:
+        config.cache_size_limit).
     Returns an OptimizedModule for a module, a wrapper with the function's metadata otherwise.
     """
     _check_backend_argument(backend)
@@ -105,8 +114,11 @@ def compile(
     _check_type("disable", disable, bool, "a bool")
     if dynamic is not None:
         _check_type("dynamic", dynamic, bool, "a bool or None")
+    if recompile_limit is not None and (type(recompile_limit) is not int or recompile_limit < 1):
+        raise ValueError(f"recompile_limit must be a positive int or None, got {recompile_limit!r}")
     compile_options = dict(
-        backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options, disable=disable
+        backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options, disable=disable,
+        recompile_limit=recompile_limit,
     )
     if model is None:
         # Validate now so a bad argument fails at the decorator, not at the first call.
@@ -127,6 +139,7 @@ def compile(
         compile_options=compile_options,
         mode=mode,
         options=options,
+        recompile_limit=recompile_limit,
     )
     if disable or config.disable:
         return model
@@ -177,6 +190,8 @@ def reset():
     if hook is not None and hasattr(hook, "reset"):
         hook.reset()
     _convert_frame.reset()
+    _stack_names.reset()
+    _compile_metrics.reset()
 
 
 def list_backends(exclude_tags=("debug", "experimental")):

@@ -39,11 +39,20 @@ def frame_hook():
     return _hook_module
 
 
+def _forced_eager():
+    from bytegraph import stance
+
+    return stance.current().name == "force_eager"
+
+
 def call_with_callback(callback, fn, args, kwargs):
-    """Call fn(*args, **kwargs) with the thread's frame callback set to `callback`."""
+    """Call fn(*args, **kwargs) with the thread's frame callback set to `callback` (to None
+    under set_stance("force_eager"): nothing compiled, no compiled entry used)."""
     hook = frame_hook()
     if hook is None:
         return fn(*args, **kwargs)
+    if callback is not None and _forced_eager():
+        callback = None
     previous = hook.set_callback(callback)
     try:
         return fn(*args, **kwargs)
@@ -67,7 +76,8 @@ class CaptureContext:
         hook = frame_hook()
         if not hasattr(self._saved, "stack"):
             self._saved.stack = []
-        self._saved.stack.append(hook.set_callback(self.callback) if hook is not None else None)
+        callback = None if self.callback is not None and _forced_eager() else self.callback
+        self._saved.stack.append(hook.set_callback(callback) if hook is not None else None)
         return self
 
     def __exit__(self, *exc_info):
@@ -133,11 +143,12 @@ def disable(fn=None, recursive=True):
     returned wrapper is marked so that a trace reaching it runs it as an opaque call.
     recursive=False: only `fn`'s own frame is skipped; functions it calls are still captured.
     Returns the wrapper (or `fn` itself when recursive=False). `disable()` with no function
-    returns a context manager and decorator.
+    returns a context manager and decorator; `disable(recursive=False)` a decorator.
     """
     if fn is None:
         if not recursive:
-            raise ValueError("disable(recursive=False) needs the function whose frames to skip")
+            # @disable(recursive=False): a decorator (torch.compiler.disable's meaning too).
+            return functools.partial(disable, recursive=False)
         return DisableContext()
     import torch
 

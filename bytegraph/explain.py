@@ -2,16 +2,22 @@
 
 It runs fn once, compiled under a fresh cache (bytegraph.reset() before and after) with a
 backend that keeps each graph and runs it eagerly, and returns an ExplainOutput: the
-graphs, where and why they were split, their ops, the guards that protect them and the time
-each frame took to compile. `print(bytegraph.explain(f)(x))` shows a readable summary.
+graphs, where and why they were split, their ops, the guards that protect them, the code
+bytegraph generated for each frame (as Python source next to the original) and the time each
+frame took to compile. `print(bytegraph.explain(f)(x))` shows a readable summary.
+
+Compile Times: per compile of a frame, the whole compile (from the cache miss to the new
+cache entry) split into tracing (symbolic interpretation of the bytecode, with fake-tensor
+propagation of each op), backend (the backend compiling the graph: explain's own backend
+only keeps it, so this is near zero here; under inductor it is most of the time), guards
+(building the guard tree) and codegen (the replacement bytecode and resume functions).
 """
 
 import linecache
-import time
 import traceback
 from dataclasses import dataclass, field
 
-from bytegraph import _logging, api
+from bytegraph import _compile_metrics, _logging, _readable_code, _stack_names, api
 from bytegraph._extension import _C
 from bytegraph._convert_frame import FrameConverter
 
@@ -54,7 +60,9 @@ class ExplainOutput:
     op_count: int
     ops_per_graph: list
     guards: list
-    compile_times: list  # (function qualname, seconds), in compile order
+    compile_times: list  # (function qualname, seconds), in compile order: the whole compile
+    compile_phases: list = field(default_factory=list)  # (qualname, {phase: seconds}), same order
+    generated_code: list = field(default_factory=list)  # (qualname, original | generated, as text)
 
     @property
     def out_guards(self):
@@ -84,9 +92,22 @@ class ExplainOutput:
         lines.append("Out Guards:")
         for i, guard in enumerate(self.guards, 1):
             lines.append(f"  Guard {i}: {guard}")
-        lines.append("Compile Times:")
+        if self.generated_code:
+            lines.append("Generated Code:")
+            for name, text in self.generated_code:
+                lines.append(f"  {name}:")
+                lines.extend(f"    {line}" for line in text.splitlines())
+        lines.append("Compile Times (each frame's compile: tracing + backend + guards + codegen):")
+        phases = dict(self.compile_phases)
         for name, seconds in self.compile_times:
-            lines.append(f"  {name}: {seconds * 1000:.1f} ms")
+            split = phases.get(name)
+            detail = ""
+            if split:
+                detail = " = " + " + ".join(f"{p} {split[p] * 1000:.1f}" for p in _compile_metrics.PHASES) + " ms"
+            lines.append(f"  {name}: {seconds * 1000:.1f} ms{detail}")
+        if self.compile_times:
+            lines.append("  (the first compile in a process also pays one-time setup of torch's fake tensors, "
+                         "counted in its tracing time)")
         return "\n".join(lines)
 
 
@@ -116,6 +137,8 @@ class _Recorder:
         self.breaks = []
         self.guards = []
         self.compile_times = []
+        self.compile_phases = []
+        self.generated = []
         self.broken_codes = set()
 
     def explain_backend(self, gm, example_inputs):
@@ -145,11 +168,22 @@ class _ExplainConverter(FrameConverter):
         self.recorder = recorder
 
     def convert(self, frame_info):
-        start = time.perf_counter()
+        code = frame_info.f_code
+        count = len(_compile_metrics.records())
+        guards_before = len(self.recorder.guards)
         result = super().convert(frame_info)
-        if result is not None or self.recorder.breaks_of(frame_info.f_code):
+        guards = self.recorder.guards
+        guards[guards_before:] = [_stack_names.readable(guard, code) for guard in guards[guards_before:]]
+        if result is not None or self.recorder.breaks_of(code):
             # Frames that were captured or split (not ones declined as not worth capturing).
-            self.recorder.compile_times.append((frame_info.f_code.co_qualname, time.perf_counter() - start))
+            for record in _compile_metrics.records()[count:]:
+                if record.code is code:
+                    self.recorder.compile_times.append((code.co_qualname, record.total))
+                    self.recorder.compile_phases.append((code.co_qualname, dict(record.phases)))
+            if result is not None:
+                original = _readable_code.original_code(code)
+                self.recorder.generated.append(
+                    (code.co_qualname, _readable_code.source_and_original(result[0], original)))
         return result
 
     def _report_break(self, code, kind, message, user_stack):
@@ -181,6 +215,8 @@ def explain(fn):
             ops_per_graph=ops,
             guards=recorder.guards,
             compile_times=recorder.compile_times,
+            compile_phases=recorder.compile_phases,
+            generated_code=recorder.generated,
         )
 
     return run

@@ -74,7 +74,28 @@ def test_explain_str_is_a_readable_summary():
     assert "        if b.sum() < 0:" in text
     assert "Ops per Graph 3:" in text
     assert re.search(r"^  Guard \d+: L\['a'\]: TENSOR_MATCH", text, re.MULTILINE)
-    assert "Compile Times:" in text and "foo2: " in text
+    assert "Compile Times (each frame's compile: tracing + backend + guards + codegen):" in text
+    assert re.search(r"^  foo2: [\d.]+ ms = tracing [\d.]+ \+ backend [\d.]+ \+ guards [\d.]+ \+ codegen [\d.]+ ms$",
+                     text, re.MULTILINE)
+    # The generated code, as source next to the original, with resume functions named after foo2.
+    assert "Generated Code:" in text
+    resumed = f"foo2 (resumed at line {_line(foo2, 'x = x * -1')})"
+    assert f"  {resumed}:" in text and f"return foo2_resumed_at_line_{_line(foo2, 'x = x * -1')}(a, x)" in text
+    assert "__resume_at_" not in text
+
+
+def test_explain_names_stack_values_in_the_users_words():
+    def printed(x):
+        print(x.shape)
+        return x
+
+    def f(x):
+        return 3 + printed(x * 2)
+
+    out = bytegraph.explain(f)(torch.ones(2))
+    line = _line(f, "return 3 + printed(x * 2)")
+    assert f"the value of `printed(x * 2)` on the stack at line {line}: TENSOR_MATCH" in "\n".join(out.guards)
+    assert not any("___stack" in guard for guard in out.guards)
 
 
 def test_explain_leaves_no_compiled_code_behind():

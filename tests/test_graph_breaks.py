@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph import _bridge, _frame, examples
+from bytegraph import _bridge, _frame, _readable_code, examples
 from bytegraph.bytecode import decode
 from bytegraph._extension import _C
 from bytegraph.testing import CompileCounter
@@ -149,18 +149,22 @@ def test_resume_functions_of_resume_functions_are_built_from_the_original_code()
     for code in _C.codegen.resume_codes():
         original, mapping = _C.codegen.resume_origin(code)
         assert original is foo2.__code__
-        offset = int(code.co_name.split("_")[4])
-        assert offset in original_offsets and code.co_name.startswith(f"__resume_at_{offset}_")
+        _, offset, _ = _C.codegen.resume_continuation(code)
+        assert offset in original_offsets
+        assert code.co_name == f"foo2 (resumed at line {_readable_code.line_at(foo2.__code__, offset)})"
         # Everything after the prologue is the original code, instruction for instruction.
         assert set(mapping.values()) <= original_offsets
         assert len(mapping) == len([i for i in decode(foo2.__code__) if i.opname != "RESUME"])
 
 
-def test_resume_functions_are_named_after_the_offset_and_cached():
+def test_resume_functions_are_named_after_the_user_function_and_line_and_cached():
     compiled = bytegraph.compile(foo1, backend="eager")
     compiled(torch.ones(2), torch.ones(2))
+    first = foo1.__code__.co_firstlineno
+    # The branch taken (x = x * -1, line 4 of foo1) and the one skipped (return x, line 5).
     names = sorted(code.co_name for code in _C.codegen.resume_codes())
-    assert len(names) == 2 and all(name.startswith("__resume_at_") for name in names)
+    assert names == [f"foo1 (resumed at line {first + 3})", f"foo1 (resumed at line {first + 4})"]
+    assert sorted(code.co_qualname for code in _C.codegen.resume_codes()) == names
     before = set(_C.codegen.resume_codes())
     compiled(torch.ones(2), -torch.ones(2))
     compiled(torch.ones(3), torch.ones(3))  # a recompile reuses the same resume functions
@@ -726,11 +730,11 @@ def test_fullgraph_reports_the_break():
 
 
 def test_bytecode_logs(caplog):
-    with caplog.at_level(logging.INFO, logger="bytegraph.bytecode"):
+    with caplog.at_level(logging.DEBUG, logger="bytegraph.bytecode"):
         bytegraph.compile(foo1, backend="eager")(torch.ones(2), torch.ones(2))
     text = caplog.text
     assert "ORIGINAL BYTECODE" in text and "MODIFIED BYTECODE" in text
-    assert "RESUME FUNCTION __resume_at_" in text
+    assert f"RESUME FUNCTION foo1 (resumed at line {foo1.__code__.co_firstlineno + 3})" in text
     assert "JUMP_FORWARD" in text
 
 

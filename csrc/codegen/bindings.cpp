@@ -174,6 +174,18 @@ void bind_codegen(nb::module_& m) {
         return nb::make_tuple(nb::borrow(origin->original.get()), offsets);
       },
       nb::arg("code"), "(original code, {offset in code: offset in original}) for a resume code, else None.");
+  sub.def(
+      "resume_continuation",
+      [](nb::handle code) -> nb::object {
+        const codegen::ResumeOrigin* origin = codegen::resume_origin(code.ptr());
+        if (origin == nullptr) return nb::none();
+        static const char* kinds[] = {"value", "null", "iter", "context"};
+        nb::list stack;
+        for (codegen::StackSlot slot : origin->stack) stack.append(kinds[static_cast<int>(slot)]);
+        return nb::make_tuple(nb::borrow(origin->original.get()), origin->offset, stack);
+      },
+      nb::arg("code"),
+      "(original code, offset it continues at, stack slot kinds bottom first) for a resume code, else None.");
   sub.def("resume_codes", [] { return code_list(codegen::resume_codes()); }, "Every cached resume code.");
   sub.def("resume_cache_size", [] { return codegen::resume_cache_size(); });
   sub.def("reset_resume_cache", [] { codegen::reset_resume_cache(); });

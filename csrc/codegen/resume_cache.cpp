@@ -18,7 +18,7 @@ struct Cache {
   std::map<Key, py::Ref<>> by_key;
   std::unordered_map<PyObject*, ResumeOrigin> origins;  // resume code -> origin
   std::vector<py::Ref<>> keys_alive;                    // the originals and context classes keys point at
-  int counter = 0;                                      // numbers resume names
+  std::map<std::pair<PyObject*, int>, int> per_line;    // (original, line) -> resume functions there
 };
 
 // Leaked on purpose: code objects must not be released during interpreter finalisation.
@@ -27,8 +27,21 @@ Cache& cache() {
   return *instance;
 }
 
-std::string resume_name(int offset, int number) {
-  return "__resume_at_" + std::to_string(offset) + "_" + std::to_string(number);
+std::string code_text(PyObject* code, const char* attribute) {
+  py::Ref<> text = check(PyObject_GetAttrString(code, attribute));
+  const char* utf8 = PyUnicode_AsUTF8(text.get());
+  if (utf8 == nullptr) throw_python_error();
+  return utf8;
+}
+
+// "(resumed at line 7)", "(resumed at line 7 #2)" for a second continuation at that line,
+// "(resumed at offset 40)" where the instruction has no line.
+std::string resume_suffix(Cache& state, PyObject* original, int offset) {
+  const int line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(original), offset);
+  const int count = ++state.per_line[{original, line}];
+  std::string suffix = line >= 0 ? "resumed at line " + std::to_string(line) : "resumed at offset " + std::to_string(offset);
+  if (count > 1) suffix += " #" + std::to_string(count);
+  return " (" + suffix + ")";
 }
 
 }  // namespace
@@ -66,12 +79,14 @@ py::Ref<> resume_code_for(PyCodeObject* code, int offset, const std::vector<Stac
   spec.contexts.reserve(contexts.size());
   for (const auto& context : contexts) spec.contexts.push_back(context.copy());
   spec.locals = live_locals;
-  spec.name = resume_name(at, state.counter++);
+  const std::string suffix = resume_suffix(state, original, at);
+  spec.name = code_text(original, "co_name") + suffix;
+  spec.qualname = code_text(original, "co_qualname") + suffix;
   ResumeCode resume = make_resume_code(reinterpret_cast<PyCodeObject*>(original), spec);
   state.keys_alive.push_back(py::Ref<>::newref(original));
   for (const auto& context : contexts)
     if (context) state.keys_alive.push_back(context.copy());
-  state.origins[resume.code.get()] = ResumeOrigin{py::Ref<>::newref(original), resume.original_offsets};
+  state.origins[resume.code.get()] = ResumeOrigin{py::Ref<>::newref(original), resume.original_offsets, at, stack};
   state.by_key.emplace(std::move(key), resume.code.copy());
   return std::move(resume.code);
 }
@@ -89,6 +104,7 @@ void reset_resume_cache() {
   state.by_key.clear();
   state.origins.clear();
   state.keys_alive.clear();
+  state.per_line.clear();
 }
 
 }  // namespace bytegraph::codegen

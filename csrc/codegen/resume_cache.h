@@ -23,6 +23,8 @@ py::Ref<> resume_code_for(PyCodeObject* code /* borrowed */, int offset, const s
 struct ResumeOrigin {
   py::Ref<> original;
   std::vector<std::pair<int, int>> offsets;  // (offset in the resume code, offset in the original)
+  int offset = -1;                           // the original instruction it continues at
+  std::vector<StackSlot> stack;              // the stack it takes there, bottom first
 };
 const ResumeOrigin* resume_origin(PyObject* code /* borrowed */);
 bool is_resume_code(PyObject* code /* borrowed */);

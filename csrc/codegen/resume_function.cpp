@@ -114,7 +114,7 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
   overrides.kwonlyargcount = 0;
   overrides.flags = original->co_flags & ~(kVarargsFlag | kVarkeywordsFlag);
   overrides.name = interned(spec.name);
-  overrides.qualname = interned(spec.name);
+  overrides.qualname = interned(spec.qualname.empty() ? spec.name : spec.qualname);
   bytecode::InstructionList list = builder.take();
   ResumeCode result;
   result.code = bytecode::assemble(list, original, overrides);

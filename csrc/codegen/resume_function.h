@@ -1,5 +1,6 @@
 // Resume functions: the continuation of a frame split at a graph break, as a code object made
-// from the ORIGINAL code (Dynamo's `__resume_at_<offset>_<n>`).
+// from the ORIGINAL code, named after the user's function and the line it continues at
+// (`foo2 (resumed at line 7)`), so tracebacks and logs name the user's code.
 //
 // The function takes the value stack at `offset` (NULLs excepted: trap 9, they are pushed
 // again by PUSH_NULL; a loop's iterator comes as a tuple of the items it has left, so the
@@ -38,7 +39,8 @@ struct ResumeSpec {
   std::vector<StackSlot> stack;     // the stack there, bottom first
   std::vector<py::Ref<>> contexts;  // per slot: the context manager class of a Context slot
   std::vector<std::string> locals;  // live locals, passed after the stack values
-  std::string name;                 // co_name and co_qualname
+  std::string name;                 // co_name
+  std::string qualname;             // co_qualname (empty: the name)
 };
 
 struct ResumeCode {

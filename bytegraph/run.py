@@ -1,0 +1,172 @@
+"""`python -m bytegraph run script.py [args...]`: a torch.compile program, compiled by bytegraph.
+
+Like `coverage run`, the command runs the script as `__main__` (or a module with `-m`) after
+routing torch.compile's entry points in this process to bytegraph, with the same arguments:
+
+| torch                                              | bytegraph                   |
+|----------------------------------------------------|-----------------------------|
+| torch.compile(...), nn.Module.compile(...)         | bytegraph.compile(...)      |
+| torch._dynamo.optimize(...)                        | bytegraph.optimize(...)     |
+| torch.compiler.reset(), torch._dynamo.reset()      | also bytegraph.reset()      |
+| torch.compiler.disable / torch._dynamo.disable     | bytegraph.disable           |
+| torch.compiler.allow_in_graph, torch._dynamo.allow_in_graph / disallow_in_graph | bytegraph's |
+| torch.compiler.is_compiling, torch._dynamo.is_compiling | bytegraph.is_compiling |
+| torch.compiler.set_stance                          | bytegraph.set_stance        |
+
+TORCH_LOGS and TORCH_TRACE are honoured too, when BYTEGRAPH_LOGS / BYTEGRAPH_TRACE are not set
+(the TORCH_LOGS names bytegraph does not have are ignored, with a note). Arguments of
+torch.compile that bytegraph does not implement (`name`, `isolate_recompiles`, `shapes_spec`)
+are accepted and ignored with a warning, so the program still runs.
+"""
+
+import functools
+import logging
+import os
+import runpy
+import sys
+import warnings
+
+log = logging.getLogger("bytegraph")
+
+_IGNORED_COMPILE_ARGUMENTS = ("name", "isolate_recompiles", "shapes_spec")
+
+
+def _warn_ignored(function, arguments):
+    given = [name for name, value in arguments.items() if value not in (None, False)]
+    if given:
+        warnings.warn(f"bytegraph run: {function}({', '.join(f'{n}=...' for n in given)}) is accepted and "
+                      "ignored: bytegraph does not implement it", stacklevel=3)
+
+
+def torch_compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+                  name=None, disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
+    """torch.compile's signature, compiled by bytegraph."""
+    import bytegraph
+
+    _warn_ignored("torch.compile", dict(name=name, isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec))
+    return bytegraph.compile(model, backend="inductor" if backend is None else backend, fullgraph=fullgraph,
+                             dynamic=dynamic, mode=mode, options=options, disable=disable,
+                             recompile_limit=recompile_limit)
+
+
+def torch_optimize(backend="inductor", *, nopython=False, error_on_graph_break=None, guard_export_fn=None,
+                   guard_fail_fn=None, guard_filter_fn=None, disable=False, dynamic=None, rebuild_ctx=None,
+                   package=None, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
+    """torch._dynamo.optimize's signature, compiled by bytegraph."""
+    import bytegraph
+
+    _warn_ignored("torch._dynamo.optimize", dict(guard_filter_fn=guard_filter_fn, package=package,
+                                                 recompile_limit=recompile_limit,
+                                                 isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec))
+    return bytegraph.optimize(backend, nopython=nopython or bool(error_on_graph_break),
+                              guard_export_fn=guard_export_fn, guard_fail_fn=guard_fail_fn, disable=disable,
+                              dynamic=dynamic)
+
+
+def torch_disable(fn=None, recursive=True, *, reason=None, wrapping=True):
+    import bytegraph
+
+    return bytegraph.disable(fn, recursive=recursive)
+
+
+def _reset_both(torch_reset):
+    @functools.wraps(torch_reset)
+    def reset():
+        import bytegraph
+
+        torch_reset()
+        bytegraph.reset()
+
+    return reset
+
+
+class Routing:
+    """torch's entry points replaced by bytegraph's; `restore()` puts torch's back."""
+
+    def __init__(self):
+        import torch
+        import torch._dynamo
+        import torch.compiler
+
+        import bytegraph
+
+        replacements = [
+            (torch, "compile", torch_compile),
+            (torch._dynamo, "optimize", torch_optimize),
+            (torch.compiler, "reset", _reset_both(torch.compiler.reset)),
+            (torch._dynamo, "reset", _reset_both(torch._dynamo.reset)),
+            (torch.compiler, "disable", torch_disable),
+            (torch._dynamo, "disable", torch_disable),
+            (torch.compiler, "allow_in_graph", bytegraph.allow_in_graph),
+            (torch._dynamo, "allow_in_graph", bytegraph.allow_in_graph),
+            (torch._dynamo, "disallow_in_graph", bytegraph.disallow_in_graph),
+            (torch.compiler, "is_compiling", bytegraph.is_compiling),
+            (torch._dynamo, "is_compiling", bytegraph.is_compiling),
+            (torch.compiler, "set_stance", bytegraph.set_stance),
+        ]
+        self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replacements]
+        for owner, name, replacement in replacements:
+            setattr(owner, name, replacement)
+
+    def restore(self):
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved = []
+
+
+def _environment_from_torch():
+    """TORCH_LOGS / TORCH_TRACE for a program run by bytegraph, when bytegraph's own are unset."""
+    from bytegraph import _logging, _structured_trace
+
+    torch_logs = os.environ.get("TORCH_LOGS", "").strip()
+    if torch_logs and not os.environ.get(_logging.ENV_VAR):
+        known, unknown = [], []
+        for token in torch_logs.replace(" ", ",").split(","):
+            if not token:
+                continue
+            try:
+                _logging.parse_spec(token)
+                known.append(token)
+            except ValueError:
+                unknown.append(token)
+        if known:
+            _logging._apply(_logging.parse_spec(",".join(known)))
+        if unknown:
+            print(f"bytegraph run: TORCH_LOGS names bytegraph does not have are ignored: {', '.join(unknown)}",
+                  file=sys.stderr)
+    torch_trace = os.environ.get("TORCH_TRACE", "").strip()
+    if torch_trace and not os.environ.get(_structured_trace.ENV_VAR):
+        _structured_trace.set_trace_dir(torch_trace)
+
+
+def add_arguments(parser):
+    parser.add_argument("-m", dest="module", action="store_true", help="run a module (like python -m) instead of a script")
+    parser.add_argument("--compile-times", action="store_true",
+                        help="print bytegraph.compile_times() to stderr when the program ends")
+    parser.add_argument("target", help="the script (or, with -m, the module) to run")
+    parser.add_argument("arguments", nargs="...", help="its command-line arguments")
+
+
+def main(args):
+    import bytegraph
+
+    _environment_from_torch()
+    routing = Routing()
+    try:
+        if args.module:
+            sys.argv = [args.target, *args.arguments]
+            runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+        else:
+            if not os.path.isfile(args.target):
+                print(f"bytegraph run: no such script: {args.target}", file=sys.stderr)
+                return 2
+            sys.argv = [args.target, *args.arguments]
+            sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
+            runpy.run_path(args.target, run_name="__main__")
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        routing.restore()
+        if args.compile_times:
+            print(bytegraph.compile_times(), file=sys.stderr)
+    return 0
