@@ -49,16 +49,16 @@ def test_seed_function_splits_at_its_break_like_dynamo():
     assert (theirs["graphs"], theirs["breaks"]) == (3, 2)
 
 
-def _break_inside_a_with_block(x):
-    y = x + 1
-    with contextlib.nullcontext():
-        if y.sum() > 0:  # a break inside a `with` that is not a grad mode: not split
-            y = y * 2
-    return y
+def _break_in_a_loop(x):
+    for i in range(3):
+        x = x * 2
+        print("iteration", i)  # the resume function's loop holds a break: not split again
+        x = x + 1
+    return x
 
 
 def test_a_frame_that_cannot_be_split_is_recorded_as_eager():
-    ours = capture.bytegraph_capture(_break_inside_a_with_block, (torch.randn(3),), {})
+    ours = capture.bytegraph_capture(_break_in_a_loop, (torch.randn(3),), {})
     assert ours["eager_frames"] == 1
     assert "runs eagerly" in ours["eager_reasons"][0]
 

@@ -78,7 +78,7 @@ std::pair<codegen::StackSlot, py::Ref<>> stack_slot(nb::handle kind) {
 }
 
 nb::dict describe_site(const codegen::BreakSite& site) {
-  static const char* kinds[] = {"call", "branch", "simple", "terminal"};
+  static const char* kinds[] = {"call", "branch", "simple", "terminal", "method_load"};
   nb::dict result;
   result["kind"] = kinds[static_cast<int>(site.kind)];
   result["splittable"] = site.not_splittable.empty();

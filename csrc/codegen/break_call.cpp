@@ -92,6 +92,25 @@ void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
   builder.return_value();
 }
 
+// The breaking instruction raised inside the original's try block or with statement: the
+// stack is [stack below the handler's depth, (the raising offset), the exception], as the
+// original's handler expects; its resume function takes them from here. The raising offset
+// CPython pushed is this code's: the resume function's own offset of that instruction
+// replaces it, so a re-raise there points at the right line.
+bytecode::Instruction* emit_handler_continuation(CodeBuilder& builder, const ExceptionHandler& handler,
+                                                 const BreakCall& call) {
+  const std::size_t first = builder.instructions().size();
+  if (handler.lasti) {
+    py::Ref<> lasti = check(PyLong_FromLong(call.handler_lasti));
+    builder.emit(op::SWAP, 2);
+    builder.pop_top();
+    builder.load_const(lasti.get());
+    builder.emit(op::SWAP, 2);
+  }
+  emit_resume_call(builder, *call.handler_resume);
+  return builder.instructions()[first].get();
+}
+
 }  // namespace
 
 py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionList& instructions, const BreakSite& site,
@@ -137,6 +156,12 @@ py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionLis
     case BreakSite::Kind::Terminal:
       builder.emit(inst.opcode, inst.arg, inst.argval.copy());
       break;
+    case BreakSite::Kind::MethodLoad:
+      // The attribute bound, and a NULL where the call protocol expects the method pair.
+      builder.load_attr(PyUnicode_AsUTF8(inst.argval.get()));
+      builder.emit(op::PUSH_NULL);
+      if (!bytecode::kCallNullAfterCallable) builder.emit(op::SWAP, 2);
+      break;
   }
   const std::size_t end_protected = builder.instructions().size();
   for (std::size_t i = 0; i < call.resumes.size(); ++i) {
@@ -145,11 +170,20 @@ py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionLis
     emit_resume_call(builder, call.resumes[i]);
     if (branch != nullptr && i == 1) branch->target = builder.instructions()[first].get();
   }
+  std::shared_ptr<bytecode::ExceptionTableEntry> entry;
   if (in_grad_mode_block) {
-    auto entry = std::make_shared<bytecode::ExceptionTableEntry>();
+    entry = std::make_shared<bytecode::ExceptionTableEntry>();
     entry->target = emit_grad_mode_handler(builder, call);
     entry->depth = 0;
     entry->lasti = false;
+  } else if (site.handler) {
+    if (!call.handler_resume) throw InternalError("a protected breaking instruction without a handler continuation");
+    entry = std::make_shared<bytecode::ExceptionTableEntry>();
+    entry->target = emit_handler_continuation(builder, *site.handler, call);
+    entry->depth = site.handler->depth;
+    entry->lasti = site.handler->lasti;
+  }
+  if (entry) {
     for (std::size_t i = first_protected; i < end_protected; ++i) builder.instructions()[i]->exception_entry = entry;
     entry->start = builder.instructions()[first_protected].get();
     entry->end = builder.instructions()[end_protected - 1].get();

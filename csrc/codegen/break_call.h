@@ -13,6 +13,7 @@
 
 #include <Python.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,11 @@ struct BreakCall {
   py::Ref<> kw_names;  // the CALL's pending keyword names, or null
   int offset = -1;     // of the breaking instruction in the code being replaced
   std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order
+  // With a handler protecting the instruction (BreakSite::handler): the resume function that
+  // continues in it, and the offset (in code units) of the instruction in that resume code,
+  // which replaces the raising offset CPython pushes for a handler that wants it.
+  std::optional<ResumeCall> handler_resume;
+  int handler_lasti = 0;
   // Set when the break is inside grad-mode `with` blocks: torch._C._set_grad_enabled and the
   // mode outside the blocks. The graph leaves the blocks' mode on; generated code sets the
   // outside mode before rebuilding the stack (whose Enter plans enter the blocks again), when

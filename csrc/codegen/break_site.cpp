@@ -117,9 +117,12 @@ BreakSite find_break_site(const bytecode::InstructionList& instructions, int off
   const bytecode::Instruction& inst = *instructions[index];
   const char* name = bytecode::opcode_info(inst.opcode).name;
   if (inst.exception_entry && !in_grad_mode_block) {
-    site.not_splittable = std::string(name) + " at offset " + std::to_string(offset) +
-                          " is inside a try block or a with statement";
-    return site;
+    const bytecode::ExceptionTableEntry& entry = *inst.exception_entry;
+    if (entry.target == nullptr) {
+      site.not_splittable = std::string(name) + " at offset " + std::to_string(offset) + " has a handler with no target";
+      return site;
+    }
+    site.handler = ExceptionHandler{entry.target->offset, entry.depth, entry.lasti};
   }
   const int next_offset = index + 1 < instructions.size() ? instructions[index + 1]->offset : -1;
   const Family family = bytecode::opcode_info(inst.opcode).family;
@@ -131,6 +134,11 @@ BreakSite find_break_site(const bytecode::InstructionList& instructions, int off
     site.kind = BreakSite::Kind::Branch;
     site.continuations.push_back({next_offset, -effect(inst, false), 0});
     site.continuations.push_back({inst.target ? inst.target->offset : -1, -effect(inst, true), 0});
+  } else if (family == Family::kMethodLoad ||
+             (inst.opcode == op::LOAD_ATTR && bytecode::argument_flags(inst.opcode, inst.arg) != 0)) {
+    // [owner] -> [NULL, attribute] (the NULL above the callable where the protocol says so).
+    site.kind = BreakSite::Kind::MethodLoad;
+    site.continuations.push_back({next_offset, 1, 2, bytecode::kCallNullAfterCallable ? 1 : 0});
   } else if (inst.opcode == op::RETURN_VALUE || inst.opcode == op::RAISE_VARARGS || family == Family::kReturnConst) {
     site.kind = BreakSite::Kind::Terminal;
   } else if (std::optional<int> pushed = values_pushed(inst)) {

@@ -4,10 +4,12 @@
 // so generated code must know where execution goes next and what the value stack looks like
 // there: each continuation is (offset, values popped, values pushed) relative to the stack
 // the trace restored. Pushed values are never NULL (instructions that may push one, such as
-// LOAD_METHOD, are not split at). A continuation is not possible where an exception handler
-// protects the instruction: generated code has no handler, so the frame runs eagerly.
+// LOAD_METHOD, are not split at). Where an exception handler protects the instruction (a try
+// block, a with statement), generated code protects it the same way and continues in the
+// handler, in a resume function of its own, if it raises.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,14 +21,27 @@ struct Continuation {
   int offset = -1;  // the original code's instruction to resume at
   int pops = 0;
   int pushes = 0;
+  int null_pushed = -1;  // which of the pushed values is the call protocol's NULL, or -1
+};
+
+// The exception handler protecting the breaking instruction: where the original continues if
+// the instruction raises, with the stack cut to `depth` and (with `lasti`) the offset of the
+// raising instruction pushed below the exception.
+struct ExceptionHandler {
+  int offset = -1;
+  int depth = 0;
+  bool lasti = false;
 };
 
 struct BreakSite {
-  enum class Kind { Call, Branch, Simple, Terminal };
+  // MethodLoad: a method-form attribute load (LOAD_METHOD, LOAD_ATTR with its method bit),
+  // which generated code runs as a plain attribute load plus the call protocol's NULL.
+  enum class Kind { Call, Branch, Simple, Terminal, MethodLoad };
   Kind kind = Kind::Simple;
   std::size_t index = 0;  // of the breaking instruction in the decoded list
   // Branch: [fall-through, jump taken]; Terminal: empty; otherwise [fall-through].
   std::vector<Continuation> continuations;
+  std::optional<ExceptionHandler> handler;
   std::string not_splittable;  // empty when generated code can run the instruction
 };
 

@@ -170,7 +170,7 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
     std::vector<py::Ref<>> slot_contexts;
     for (size_t i = 0; i < slots.size(); ++i) slot_contexts.push_back(contexts[i].copy());
     for (int i = 0; i < next.pushes; ++i) {
-      slots.push_back(StackSlot::Value);
+      slots.push_back(i == next.null_pushed ? StackSlot::Null : StackSlot::Value);
       slot_contexts.emplace_back();
     }
     std::vector<std::string> live = bytecode::live_locals_at(instructions, index_of_offset(instructions, next.offset));
@@ -183,6 +183,34 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
     for (StackSlot slot : slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
     resume.locals = std::move(names);
     call.resumes.push_back(std::move(resume));
+  }
+  if (split.site.handler) {
+    // If the instruction raises, the original's handler takes over: its own continuation.
+    const ExceptionHandler& handler = *split.site.handler;
+    const size_t depth = std::min(kinds.size(), static_cast<size_t>(handler.depth));
+    std::vector<StackSlot> slots(kinds.begin(), kinds.begin() + depth);
+    std::vector<py::Ref<>> slot_contexts;
+    for (size_t i = 0; i < depth; ++i) slot_contexts.push_back(contexts[i].copy());
+    for (int extra = handler.lasti ? 2 : 1; extra > 0; --extra) {
+      slots.push_back(StackSlot::Value);
+      slot_contexts.emplace_back();
+    }
+    std::vector<std::string> live = bytecode::live_locals_at(instructions, index_of_offset(instructions, handler.offset));
+    std::vector<std::string> names;
+    for (const auto& [name, plan] : state.locals)
+      if (std::find(live.begin(), live.end(), name) != live.end()) names.push_back(name);
+    keep_instance_first(code, names, state.locals);
+    ResumeCall resume;
+    resume.code = resume_code_for(code, handler.offset, slots, slot_contexts, names);
+    for (StackSlot slot : slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
+    resume.locals = std::move(names);
+    // Where the breaking instruction sits in that resume code (in code units).
+    const int original = original_offset(reinterpret_cast<PyObject*>(code), offset);
+    if (const ResumeOrigin* origin = resume_origin(resume.code.get())) {
+      for (const auto& [mine, theirs] : origin->offsets)
+        if (theirs == original) call.handler_lasti = mine / 2;
+    }
+    call.handler_resume = std::move(resume);
   }
   call.stack = std::move(stack);
   call.locals = state.locals;

@@ -14,6 +14,7 @@ ValuePtr UserFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs&
 ValuePtr UserFunctionValue::get_attr(Tracer&, const std::string& attr) {
   if (attr == "__name__") return ConstantValue::make(check(PyUnicode_FromString(name.c_str())));
   if (attr == "__code__") return ConstantValue::make(code.copy());
+  if (attr == "__call__") return shared_from_this();
   unsupported("unsupported_attribute", repr() + "." + attr);
 }
 
