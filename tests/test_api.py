@@ -169,22 +169,6 @@ def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     assert hook.skipped == [eval_frame.call_with_callback.__code__]
 
 
-def test_compile_errors_are_raised_unless_suppressed(caplog):
-    class Failing(_convert_frame.FrameConverter):
-        def convert(self, frame_info):
-            raise RuntimeError("tracer bug")
-
-    class FrameInfo:
-        f_code = add_one.__code__
-
-    failing = Failing(CompileCounter())
-    with pytest.raises(RuntimeError, match="tracer bug"):
-        failing(FrameInfo())
-    with bytegraph.config.patch(suppress_errors=True), caplog.at_level(logging.WARNING, "bytegraph"):
-        assert failing(FrameInfo()) is None
-    assert "add_one" in caplog.text
-
-
 # --- compile: argument checking -------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ std::string Accessor::explain(PyObject* parent, const FrameValues& frame) const 
   try {
     value = fetch_for_child(parent, frame);
   } catch (PythonError& error) {
+    if (error.is_interrupt()) throw;
     return child_->repr() + ": raised " + error.what();
   }
   if (!value) return child_->repr() + ": " + missing_reason();

@@ -1,0 +1,229 @@
+"""Errors end to end: internal errors raise or fall back per config.suppress_errors, graph
+breaks are never internal errors, the same Unsupported surfaces the same way through every
+binding, interrupts always reach the caller, and bad input gets a clear error while the
+process keeps working."""
+
+import logging
+import threading
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph import _convert_frame, _frame, comptime
+from bytegraph._extension import _C
+from bytegraph.exc import BackendCompilerFailed, GraphBreakError, InternalError
+from bytegraph.testing import CompileCounter, same
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state():
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
+def add_one(x):
+    return x + 1
+
+
+def _warnings(caplog, text):
+    return [r for r in caplog.records if r.name == "bytegraph" and text in r.getMessage()]
+
+
+# ---- suppress_errors ----------------------------------------------------------------------
+
+
+def test_an_internal_tracer_error_reaches_the_caller_by_default(monkeypatch):
+    monkeypatch.setenv("BYTEGRAPH_TEST_TRACER", "raise")
+    counter = CompileCounter()
+    compiled = bytegraph.compile(add_one, backend=counter)
+    with pytest.raises(InternalError, match="fails on purpose") as info:
+        compiled(torch.ones(2))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert f"add_one ({__file__}:" in notes and "suppress_errors" in notes
+    assert counter.frame_count == 0
+    # Nothing was marked: once the tracer works again, the same function compiles.
+    monkeypatch.delenv("BYTEGRAPH_TEST_TRACER")
+    assert same(compiled(torch.ones(2)), add_one(torch.ones(2)))
+    assert counter.frame_count == 1 and counter.op_count == 1
+
+
+def test_suppressed_internal_errors_fall_back_and_log_once_with_the_location(monkeypatch, caplog):
+    monkeypatch.setenv("BYTEGRAPH_TEST_TRACER", "raise")
+    counter = CompileCounter()
+    compiled = bytegraph.compile(add_one, backend=counter)
+    x = torch.randn(3)
+    with bytegraph.config.patch(suppress_errors=True), caplog.at_level(logging.WARNING, "bytegraph"):
+        for _ in range(3):
+            assert same(compiled(x), add_one(x))
+    assert counter.frame_count == 0
+    messages = _warnings(caplog, "could not compile")
+    assert len(messages) == 1
+    text = messages[0].getMessage()
+    line = add_one.__code__.co_firstlineno
+    assert f"add_one ({__file__}:{line})" in text and "fails on purpose" in text
+
+
+def test_a_python_error_in_the_compile_path_is_an_internal_error_chained_to_it(monkeypatch):
+    def broken(gm):
+        raise TypeError("a bug in the compile path")
+
+    monkeypatch.setattr(_convert_frame, "_count_calls", broken)
+    compiled = bytegraph.compile(add_one, backend=CompileCounter())
+    with pytest.raises(InternalError, match="while compiling add_one .*TypeError: a bug") as info:
+        compiled(torch.ones(2))
+    assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_graph_breaks_are_not_internal_errors(monkeypatch):
+    monkeypatch.setenv("BYTEGRAPH_TEST_TRACER", "break")
+    counter = CompileCounter()
+    x = torch.randn(3)
+    assert same(bytegraph.compile(add_one, backend=counter)(x), add_one(x))
+    assert counter.frame_count == 0
+    bytegraph.reset()  # the break marked the code as running eagerly
+    with pytest.raises(GraphBreakError, match="forced_by_test"):
+        bytegraph.compile(add_one, backend=counter, fullgraph=True)(x)
+
+
+def test_a_fullgraph_break_raises_even_when_errors_are_suppressed():
+    def f(x):
+        bytegraph.graph_break()
+        return x + 1
+
+    with bytegraph.config.patch(suppress_errors=True):
+        with pytest.raises(GraphBreakError, match="explicit_graph_break") as info:
+            bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+    assert info.value.hint == _C.break_hint("explicit_graph_break")
+
+
+def test_a_failing_backend_raises_unless_errors_are_suppressed(caplog):
+    def failing(gm, example_inputs):
+        raise ValueError("backend bug")
+
+    x = torch.ones(2)
+    with pytest.raises(BackendCompilerFailed, match="backend bug"):
+        bytegraph.compile(add_one, backend=failing)(x)
+    bytegraph.reset()
+    with bytegraph.config.patch(suppress_errors=True), caplog.at_level(logging.WARNING, "bytegraph"):
+        assert same(bytegraph.compile(add_one, backend=failing)(x), add_one(x))
+    assert len(_warnings(caplog, "backend bug")) == 1
+
+
+def test_an_exception_of_a_comptime_function_reaches_the_caller_as_itself():
+    def f(a):
+        comptime(lambda ctx: 1 / 0)
+        return a + 1
+
+    with pytest.raises(ZeroDivisionError):
+        bytegraph.compile(f, backend=CompileCounter())(torch.ones(2))
+
+
+# ---- one error boundary ---------------------------------------------------------------------
+
+
+def test_every_break_kind_has_a_hint():
+    kinds = _C.break_kinds()
+    assert len(kinds) >= 35
+    assert all(len(hint) > 20 for hint in kinds.values())
+    assert _C.break_hint("no_such_kind")  # unknown kinds get the generic hint, no crash
+
+
+def _printing(x):
+    print("side effect")
+    return x + 1
+
+
+def test_the_same_unsupported_surfaces_the_same_way_through_every_binding():
+    x = torch.ones(2)
+    with pytest.raises(_C.Unsupported) as traced:
+        _C.trace.trace(_printing, (x,))
+
+    def comptime_break(ctx):
+        ctx.graph_break("asked for")
+
+    def f(a):
+        comptime(comptime_break)
+        return a
+
+    with pytest.raises(_C.Unsupported) as requested:
+        _C.trace.trace(f, (x,))
+    for error in (traced.value, requested.value):
+        assert type(error) is _C.Unsupported and isinstance(error, RuntimeError)
+        assert error.kind in _C.break_kinds()
+        assert error.hint == _C.break_kinds()[error.kind]
+        assert error.message and isinstance(error.user_stack, list)
+        assert str(error).startswith(error.kind + ": ")
+    assert traced.value.kind == "print" and requested.value.kind == "comptime_graph_break"
+
+
+def test_a_graph_break_from_the_hook_is_the_same_type_as_from_the_bindings():
+    seen = []
+
+    def callback(info):
+        if info.f_code is not _printing.__code__:
+            return None
+        try:
+            _C.trace.trace_frame(info.function, (info.f_locals["x"],))
+        except _C.Unsupported as error:
+            seen.append(error)
+            raise
+
+    with _frame.raise_on_compile_error(), _frame.hooked(callback):
+        with pytest.raises(_C.Unsupported) as info:
+            _printing(torch.ones(2))
+    assert info.value is seen[0] and info.value.kind == "print"
+
+
+# ---- interrupts ------------------------------------------------------------------------------
+
+
+def test_keyboard_interrupt_in_a_backend_reaches_the_caller_and_compiling_still_works():
+    calls = []
+
+    def interrupted(gm, example_inputs):
+        calls.append(gm)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return gm.forward
+
+    compiled = bytegraph.compile(add_one, backend=interrupted)
+    x = torch.randn(2)
+    with bytegraph.config.patch(suppress_errors=True):
+        with pytest.raises(KeyboardInterrupt):
+            compiled(x)
+        assert same(compiled(x), add_one(x))
+    assert len(calls) == 2
+    assert len(_frame.cache_entries(add_one.__code__)) == 1
+
+
+def test_keyboard_interrupt_inside_the_tracer_is_not_a_graph_break():
+    class Interrupting:
+        @property
+        def scale(self):
+            raise KeyboardInterrupt
+
+    obj = Interrupting()
+
+    def f(x):
+        return x * obj.scale
+
+    with bytegraph.config.patch(suppress_errors=True):
+        with pytest.raises(KeyboardInterrupt):
+            bytegraph.compile(f, backend=CompileCounter())(torch.ones(2))
+    assert not _frame.is_skipped(f.__code__)
+
+
+def test_keyboard_interrupt_from_a_raw_callback_is_never_swallowed():
+    def victim(x):
+        return x
+
+    def callback(info):
+        if info.f_code is victim.__code__:
+            raise KeyboardInterrupt
+
+    with _frame.raise_on_compile_error(False), _frame.hooked(callback):
+        with pytest.raises(KeyboardInterrupt):
+            victim(1)
+    assert victim(1) == 1
