@@ -31,6 +31,10 @@ class RecordingBackend:
     def calls(self):
         return [calls for _, calls in self.graphs]
 
+    @property
+    def frame_count(self):
+        return len(self.graphs)
+
 
 def _target_name(target):
     return target if isinstance(target, str) else getattr(target, "__name__", str(target))
@@ -212,12 +216,19 @@ def test_liveness_drops_dead_locals():
 # ---- where breaks happen ------------------------------------------------------------------
 
 
-def run_both(fn, *args, backend=None):
-    backend = backend or CompileCounter()
+def run_both(fn, *args, calls=None, backend=None):
+    """Runs fn compiled (from a fresh cache) and eagerly: same result; `calls` is what the
+    backend must have been given, the call targets of each graph in order."""
+    bytegraph.reset()
+    backend = backend or RecordingBackend()
     compiled = bytegraph.compile(fn, backend=backend)
     result = compiled(*args)
     expected = fn(*args)
     assert_same(result, expected)
+    if calls is None:
+        assert isinstance(backend, RecordingBackend), "pass calls=[...] or check the backend's graphs"
+    else:
+        assert backend.calls() == calls
     return backend
 
 
@@ -229,7 +240,7 @@ def test_break_in_a_loop_body(capsys):
             x = x + 1
         return x
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"]])
     # The first iteration up to the print is a graph; the rest of the loop runs in a resume
     # function that is not split again (that would nest a call per iteration).
     assert counter.frame_count >= 1
@@ -245,7 +256,7 @@ def test_a_long_loop_with_a_break_does_not_nest_calls():
             SINK.append(i)  # a mutation of a global list: a break
         return total
 
-    run_both(f, torch.zeros(2), 5000)
+    run_both(f, torch.zeros(2), 5000, calls=[["add"]])
     assert len(SINK) == 10000
     SINK.clear()
 
@@ -260,7 +271,7 @@ def test_break_in_a_nested_helper_splits_the_caller_at_its_call(capsys):
         z = helper(y)
         return z * 2
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["sin"], ["add"], ["mul"]])
     # y.sin() in the caller, y + 1 in the helper (its own frame), z * 2 after the call.
     assert counter.frame_count == 3
 
@@ -323,11 +334,16 @@ def test_break_under_no_grad_matches_eager(capsys):
         return y, a + y
 
     x = torch.randn(3, requires_grad=True)
-    compiled = bytegraph.compile(f, backend="eager")
+    backend = RecordingBackend()
+    compiled = bytegraph.compile(f, backend=backend)
     result = compiled(x)
     expected = f(x)
     assert_same(result, expected)
     assert torch.is_grad_enabled()
+    assert backend.calls() == [
+        ["mul", "_set_grad_enabled", "mul"],
+        ["_set_grad_enabled", "add", "_set_grad_enabled", "add"],
+    ]
 
 
 def test_break_under_no_grad_is_split_and_the_resume_function_enters_the_block_again(capsys):
@@ -340,7 +356,7 @@ def test_break_under_no_grad_is_split_and_the_resume_function_enters_the_block_a
         return y, a + y
 
     x = torch.randn(3, requires_grad=True)
-    counter = run_both(f, x)
+    counter = run_both(f, x, calls=[["mul", "_set_grad_enabled", "mul"], ["_set_grad_enabled", "add", "_set_grad_enabled", "add"]])
     assert counter.frame_count == 2
     out = capsys.readouterr().out
     assert out.count("inside False") == 2
@@ -361,7 +377,7 @@ def test_break_in_nested_grad_mode_blocks(capsys):
         return y, a + y, w
 
     x = torch.randn(3, requires_grad=True)
-    counter = run_both(f, x)
+    counter = run_both(f, x, calls=[["mul", "_set_grad_enabled", "mul", "_set_grad_enabled", "mul"], ["_set_grad_enabled", "_set_grad_enabled", "add", "_set_grad_enabled"], ["_set_grad_enabled", "add", "_set_grad_enabled", "add"]])
     assert counter.frame_count == 3
     out = capsys.readouterr().out
     assert out.count("inner True") == 2 and out.count("middle False") == 2
@@ -379,11 +395,14 @@ def test_an_exception_at_a_break_under_no_grad_restores_the_mode():
             fail(y)
         return y
 
-    compiled = bytegraph.compile(f, backend="eager")
+    backend = RecordingBackend()
+    compiled = bytegraph.compile(f, backend=backend)
     for _ in range(2):
         with pytest.raises(ValueError, match="boom"):
             compiled(torch.randn(3, requires_grad=True))
         assert torch.is_grad_enabled()
+    # One graph up to the failing call (the second call hits the cache); the call raises.
+    assert backend.calls() == [["mul", "_set_grad_enabled", "add"]]
 
 
 def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
@@ -396,7 +415,7 @@ def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
             z = y * 2
         return z
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add"]])
     assert path.read_text() == "text"
 
 
@@ -409,11 +428,11 @@ def test_break_under_autocast_matches_eager(capsys):
             w = torch.mm(z, y)
         return w, torch.is_autocast_enabled("cpu")
 
-    run_both(f, torch.randn(4, 4))
+    run_both(f, torch.randn(4, 4), calls=[["add"]])
     assert not torch.is_autocast_enabled("cpu")
 
 
-def test_break_inside_try_finally_matches_eager(capsys):
+def test_break_inside_try_finally_matches_eager(capsys, caplog):
     log = []
 
     def f(x):
@@ -426,11 +445,13 @@ def test_break_inside_try_finally_matches_eager(capsys):
             y = y + 1
         return y
 
-    run_both(f, torch.randn(3))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.randn(3), calls=[])
+    assert "f runs eagerly: CALL at offset" in caplog.text
     assert log == ["body", "finally"] * 2
 
 
-def test_break_inside_try_when_the_break_raises():
+def test_break_inside_try_when_the_break_raises(caplog):
     def boom():
         raise ValueError("boom")
 
@@ -442,7 +463,9 @@ def test_break_inside_try_when_the_break_raises():
             y = y - 1
         return y
 
-    run_both(f, torch.randn(3))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.randn(3), calls=[])
+    assert "inside a try block" in caplog.text
 
 
 class Box:
@@ -468,7 +491,10 @@ def test_mutations_before_a_break_happen_in_program_order():
 
     x = torch.randn(3)
     items, box = [], Box()
-    result = bytegraph.compile(f, backend="eager")(x, items, box)
+    backend = RecordingBackend()
+    result = bytegraph.compile(f, backend=backend)(x, items, box)
+    # A graph before each mutation (they run as the original instructions, in order).
+    assert backend.calls() == [["add"], ["mul"], ["mul"]]
     assert torch.equal(result, (x + 1) * 3)
     assert len(items) == 1 and torch.equal(items[0], x + 1)
     assert torch.equal(box.attr, (x + 1) * 2)
@@ -476,7 +502,7 @@ def test_mutations_before_a_break_happen_in_program_order():
     assert events == [("print", 1, True, 7)]
 
 
-def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
+def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity(caplog):
     def f(x):
         a = []
         b = a
@@ -485,10 +511,12 @@ def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
         b.append(x * 2)
         return a, a is b
 
-    run_both(f, torch.randn(3))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.randn(3), calls=[])
+    assert "which is referenced from two places" in caplog.text
 
 
-def test_an_iterator_shared_by_a_loop_and_a_local():
+def test_an_iterator_shared_by_a_loop_and_a_local(caplog):
     def f(x):
         it = iter([1, 2, 3, 4])
         total = x
@@ -498,7 +526,9 @@ def test_an_iterator_shared_by_a_loop_and_a_local():
             next(it, None)
         return total
 
-    run_both(f, torch.zeros(2))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.zeros(2), calls=[])
+    assert "which is referenced from two places" in caplog.text
 
 
 def test_in_place_update_of_an_input_before_a_break():
@@ -508,9 +538,11 @@ def test_in_place_update_of_an_input_before_a_break():
         return x * 2
 
     x1, x2 = torch.zeros(3), torch.zeros(3)
-    r1 = bytegraph.compile(f, backend="eager")(x1)
+    backend = RecordingBackend()
+    r1 = bytegraph.compile(f, backend=backend)(x1)
     r2 = f(x2)
     assert torch.equal(r1, r2) and torch.equal(x1, x2)
+    assert backend.calls() == [["add_"], ["mul"]]
 
 
 def test_a_while_loop_on_a_tensor_condition():
@@ -522,7 +554,7 @@ def test_a_while_loop_on_a_tensor_condition():
         return x, steps
 
     for start in (0.5, 2.5, 4.5):
-        run_both(f, torch.full((3,), start))
+        run_both(f, torch.full((3,), start), calls=[["sum", "gt"]])
 
 
 def test_item_and_tolist_flowing_into_python_control_flow():
@@ -534,7 +566,9 @@ def test_item_and_tolist_flowing_into_python_control_flow():
         return y * len(values), values[0]
 
     for sign in (1, -1):
-        run_both(f, sign * torch.ones(3))
+        # The item() breaks; the taken side and the tolist() are graphs of their own.
+        taken = [["add"], ["mul"]] if sign > 0 else [["mul"]]
+        run_both(f, sign * torch.ones(3), calls=[["mul", "sum"], *taken])
 
 
 def test_numpy_in_the_middle():
@@ -545,7 +579,7 @@ def test_numpy_in_the_middle():
         z = torch.from_numpy(numpy.asarray(y) * 2)
         return z - y
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add"], ["sub"]])
 
 
 def test_values_of_every_kind_on_the_stack_at_the_break():
@@ -554,7 +588,7 @@ def test_values_of_every_kind_on_the_stack_at_the_break():
         d = {"a": x, "b": 2}
         return [x * 2, 3, t, d, "s", None, print("break") or x.cos()]
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["mul"], ["cos"]])
 
 
 def test_the_null_of_a_call_and_a_method_on_the_stack():
@@ -564,7 +598,7 @@ def test_the_null_of_a_call_and_a_method_on_the_stack():
         b = y.mul(print("two") or 3)  # [NULL, y.mul, ...]
         return a, b
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["add"], ["add"]])
     assert counter.frame_count >= 2
 
 
@@ -588,7 +622,9 @@ def test_values_read_before_the_break_are_not_read_again_after_it():
 
     SWAPPED = torch.ones(3)
     x = torch.randn(3)
-    compiled_result = bytegraph.compile(f, backend="eager")(x)
+    backend = RecordingBackend()
+    compiled_result = bytegraph.compile(f, backend=backend)(x)
+    assert backend.calls() == [["add"], ["zeros"], ["add", "add", "add"]]
     SWAPPED = torch.ones(3)
     assert torch.equal(compiled_result, f(x))
     assert torch.equal(SWAPPED, torch.zeros(3))
@@ -601,7 +637,7 @@ def test_a_break_at_a_call_with_star_args(capsys):
         print(*parts, sep="+")
         return y - 1
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"], ["sub"]])
     assert counter.frame_count == 2
     assert capsys.readouterr().out == "a+b\n" * 2
 
@@ -612,7 +648,7 @@ def test_keyword_arguments_of_the_breaking_call():
         print("a", "b", sep="-", end="\n")
         return torch.add(y, y, alpha=2)
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["add"], ["add"]])
     assert counter.frame_count == 2
 
 
@@ -624,7 +660,7 @@ def test_closures_keep_working_in_resume_functions():
         print("closure")
         return y + scale
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"], ["add"]])
     assert counter.frame_count == 2
 
 
@@ -635,7 +671,7 @@ def test_cell_variables_written_before_a_break_reach_closures_made_after_it(caps
         scale = lambda t: t * y  # noqa: E731
         return scale(x) + y
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"], ["mul", "add"]])
     assert counter.frame_count == 2
 
 
@@ -652,7 +688,7 @@ def test_a_closure_made_before_the_break_shares_the_cell_with_the_resumed_code(c
         bump()
         return total
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add"], ["mul"]])
 
 
 def test_functions_made_before_the_break_are_made_again_with_defaults_and_closure(capsys):
@@ -666,7 +702,7 @@ def test_functions_made_before_the_break_are_made_again_with_defaults_and_closur
         print("break")
         return shift(x), shift(x, 1, scale=1), twice is shift
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add", "mul", "mul"], ["add", "mul", "mul"]])
 
 
 def test_ten_breaks_in_one_function(capsys):
@@ -694,7 +730,7 @@ def test_ten_breaks_in_one_function(capsys):
         x = x - 11
         return x
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["add"], ["mul"], ["sub"], ["truediv"], ["add"], ["mul"], ["sub"], ["truediv"], ["add"], ["mul"], ["sub"]])
     assert counter.frame_count == 11
 
 
@@ -775,15 +811,19 @@ def test_a_closure_holding_its_own_function_is_captured_without_recursion():
     assert counter.frame_count == 1
 
 
-def test_a_list_containing_itself_does_not_crash_the_tracer():
+def test_a_list_containing_itself_does_not_crash_the_tracer(caplog):
     cyclic = []
     cyclic.append(cyclic)
 
     def f(x, items):
         return x + len(items)
 
-    out = bytegraph.compile(f, backend="eager")(torch.ones(2), cyclic)
+    backend = RecordingBackend()
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        out = bytegraph.compile(f, backend=backend)(torch.ones(2), cyclic)
     assert torch.equal(out, torch.full((2,), 2.0))
+    # Wrapping the argument stops at a fixed depth: a break, and the frame runs eagerly.
+    assert backend.calls() == [] and "(cyclic_value)" in caplog.text
 
 
 def _decorated(func):
