@@ -3,8 +3,10 @@ breaks are never internal errors, the same Unsupported surfaces the same way thr
 binding, interrupts always reach the caller, and bad input gets a clear error while the
 process keeps working."""
 
+import collections
 import logging
 import threading
+import types
 
 import pytest
 import torch
@@ -66,10 +68,10 @@ def test_suppressed_internal_errors_fall_back_and_log_once_with_the_location(mon
 
 
 def test_a_python_error_in_the_compile_path_is_an_internal_error_chained_to_it(monkeypatch):
-    def broken(gm):
+    def broken(*args):
         raise TypeError("a bug in the compile path")
 
-    monkeypatch.setattr(_convert_frame, "_count_calls", broken)
+    monkeypatch.setattr(_convert_frame, "_log_compiled", broken)
     compiled = bytegraph.compile(add_one, backend=CompileCounter())
     with pytest.raises(InternalError, match="while compiling add_one .*TypeError: a bug") as info:
         compiled(torch.ones(2))
@@ -227,3 +229,40 @@ def test_keyboard_interrupt_from_a_raw_callback_is_never_swallowed():
         with pytest.raises(KeyboardInterrupt):
             victim(1)
     assert victim(1) == 1
+
+
+# ---- regressions: compile failures the fallback used to hide ---------------------------------
+
+
+def test_a_frame_whose_builtins_lack_import_is_captured():
+    """namedtuple's generated __new__ runs with `__builtins__ = {}`: the hook must not import
+    through the current frame's builtins (it raised KeyError('__import__'))."""
+    Point = collections.namedtuple("Point", "x y")
+
+    def f(x):
+        return Point(x + 1, x * 2)
+
+    counter = CompileCounter()
+    x = torch.randn(2)
+    assert same(tuple(bytegraph.compile(f, backend=counter)(x)), tuple(f(x)))
+    assert counter.frame_count == 1 and counter.op_count == 2
+    bare = types.FunctionType(add_one.__code__, {"__builtins__": {}})
+    assert same(bytegraph.compile(bare, backend=counter)(x), x + 1)
+    assert counter.frame_count == 2
+
+
+def test_a_guard_on_a_closure_cell_fails_when_the_closure_is_gone():
+    """The guard on fn.__closure__[0] raised TypeError for a function without a closure
+    (None is not subscriptable), and the frame then ran eagerly for good."""
+
+    def apply(fn, x):
+        return fn(x) + 1
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(apply, backend=counter)
+    scale = 2.0
+    x = torch.ones(2)
+    assert same(compiled(lambda t: t * scale, x), x * 2 + 1)
+    assert same(compiled(lambda t: t - 1, x), x)
+    assert counter.frame_count == 2
+    assert not _frame.is_skipped(apply.__code__)

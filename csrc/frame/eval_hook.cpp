@@ -8,6 +8,7 @@
 #include "frame/frame_view.h"
 #include "frame/thread_state.h"
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::frame {
 namespace {
@@ -71,7 +72,7 @@ std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameV
 }
 
 void log_compile_failure(PyCodeObject* code, PyObject* error) {
-  py::Ref<> logging = check(PyImport_ImportModule("logging"));
+  py::Ref<> logging = import_module("logging");
   py::Ref<> logger = check(PyObject_CallMethod(logging.get(), "getLogger", "s", "bytegraph"));
   py::Ref<> warning = check(PyObject_GetAttrString(logger.get(), "warning"));
   py::Ref<> args = check(Py_BuildValue(

@@ -155,6 +155,9 @@ class ItemAccessor final : public Accessor {
       // such item; only slices are valid there besides integers.
       if (!PyLong_Check(key_.get()) && !PySlice_Check(key_.get())) return Fetched::missing();
     }
+    // A value that cannot be subscripted at all (a function's __closure__ that is None now)
+    // has no such item: the guard fails instead of raising.
+    if (!PyMapping_Check(parent) && !PySequence_Check(parent)) return Fetched::missing();
     return mapping_item(parent, key_.get());
   }
   const char* missing_reason() const override { return "item missing"; }
@@ -173,6 +176,28 @@ class ItemAccessor final : public Accessor {
   py::Ref<> key_;
   Py_ssize_t index_ = 0;
   bool has_index_ = false;
+};
+
+class HeldObjectAccessor final : public Accessor {
+ public:
+  HeldObjectAccessor(py::Ref<> object, std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), object_(std::move(object)) {}
+  Fetched fetch(PyObject*, const FrameValues&) const override { return Fetched::borrowed(object_.get()); }
+  const char* missing_reason() const override { return "no object"; }
+  bool borrows_from_container() const override { return false; }
+
+ private:
+  py::Ref<> object_;
+};
+
+class GlobalsDictAccessor final : public Accessor {
+ public:
+  using Accessor::Accessor;
+  Fetched fetch(PyObject*, const FrameValues& frame) const override {
+    return frame.globals ? Fetched::borrowed(frame.globals) : Fetched::missing();
+  }
+  const char* missing_reason() const override { return "no globals"; }
+  bool borrows_from_container() const override { return false; }
 };
 
 class TypeAccessor final : public Accessor {
@@ -207,6 +232,10 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
       return std::make_unique<ItemAccessor>(source.key.copy(), std::move(child));
     case Source::Kind::Type:
       return std::make_unique<TypeAccessor>(std::move(child));
+    case Source::Kind::Held:
+      return std::make_unique<HeldObjectAccessor>(source.key.copy(), std::move(child));
+    case Source::Kind::Globals:
+      return std::make_unique<GlobalsDictAccessor>(std::move(child));
   }
   throw InternalError("make_accessor: unknown source kind");
 }

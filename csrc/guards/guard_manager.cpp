@@ -30,10 +30,23 @@ void GuardManager::finalize() {
   for (const auto& accessor : accessors_) accessor->child().finalize();
 }
 
+namespace {
+
+void capture(PyObject* value, const std::vector<int>& slots, const FrameValues& frame) {
+  for (int slot : slots) {
+    if (frame.captured[slot] != nullptr) continue;  // one source, several relations
+    Py_INCREF(value);
+    frame.captured[slot] = value;
+  }
+}
+
+}  // namespace
+
 bool GuardManager::check(PyObject* value, const FrameValues& frame) const {
   for (const LeafPtr& leaf : leaves_) {
     if (!leaf->check(value)) return false;
   }
+  if (!captures_.empty()) capture(value, captures_, frame);
   for (const auto& accessor : accessors_) {
     if (!accessor->check(value, frame)) return false;
   }
@@ -49,6 +62,7 @@ std::string GuardManager::explain(PyObject* value, const FrameValues& frame) con
       return leaf->describe(repr_) + " raised " + error.what();
     }
   }
+  if (!captures_.empty()) capture(value, captures_, frame);
   for (const auto& accessor : accessors_) {
     std::string reason = accessor->explain(value, frame);
     if (!reason.empty()) return reason;

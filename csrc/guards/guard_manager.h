@@ -24,6 +24,9 @@ class GuardManager {
 
   // Building (not thread-safe, not on the hot path).
   void add_leaf(LeafPtr leaf);
+  // Stores this manager's value (a new reference) in the check's captured slot `slot`, once
+  // its own leaves passed, for the relational guards.
+  void add_capture(int slot) { captures_.push_back(slot); }
   // The manager for `source`, whose base is this manager's source (or which is a root
   // source, for the root manager); created with its accessor on first use.
   GuardManager& child_for(const SourcePtr& source);
@@ -46,6 +49,7 @@ class GuardManager {
   SourcePtr source_;
   std::string repr_;
   std::vector<LeafPtr> leaves_;
+  std::vector<int> captures_;
   std::vector<std::unique_ptr<Accessor>> accessors_;
   bool may_run_python_ = false;
 };

@@ -8,34 +8,88 @@
 
 #include "guards/guard_manager.h"
 #include "guards/leaf_guard.h"
+#include "guards/relational_guards.h"
 #include "python/errors.h"
 
 namespace bytegraph::guards {
 
 namespace {
 
+// The captured-slot array of one check: on the stack for the usual handful of slots, every
+// reference released when the check ends.
+class CapturedValues {
+ public:
+  explicit CapturedValues(size_t count) : count_(count) {
+    if (count_ > kInline) heap_.assign(count_, nullptr);
+    slots_ = count_ > kInline ? heap_.data() : inline_;
+    std::fill(slots_, slots_ + count_, nullptr);
+  }
+  ~CapturedValues() {
+    for (size_t i = 0; i < count_; ++i) Py_XDECREF(slots_[i]);
+  }
+  PyObject** get() { return slots_; }
+  bool complete() const {
+    return std::none_of(slots_, slots_ + count_, [](PyObject* value) { return value == nullptr; });
+  }
+
+ private:
+  static constexpr size_t kInline = 16;
+  size_t count_;
+  PyObject* inline_[kInline];
+  std::vector<PyObject*> heap_;
+  PyObject** slots_;
+};
+
 class FrameGuardTree final : public GuardTree {
  public:
   FrameGuardTree() : root_(nullptr) {}
   GuardManager& root() { return root_; }
+  void add_relation(std::unique_ptr<RelationalGuard> relation) { relations_.push_back(std::move(relation)); }
+  void set_slot_names(std::vector<std::string> names) { slot_names_ = std::move(names); }
 
-  bool check(const FrameValues& frame) const override { return root_.check(nullptr, frame); }
+  bool check(const FrameValues& frame) const override {
+    if (slot_names_.empty()) return root_.check(nullptr, frame);
+    CapturedValues captured(slot_names_.size());
+    FrameValues with_slots = frame;
+    with_slots.captured = captured.get();
+    if (!root_.check(nullptr, with_slots) || !captured.complete()) return false;
+    for (const auto& relation : relations_)
+      if (!relation->check(captured.get())) return false;
+    return true;
+  }
   std::string explain_failure(const FrameValues& frame) const override {
-    return root_.explain(nullptr, frame);
+    if (slot_names_.empty()) return root_.explain(nullptr, frame);
+    CapturedValues captured(slot_names_.size());
+    FrameValues with_slots = frame;
+    with_slots.captured = captured.get();
+    std::string reason = root_.explain(nullptr, with_slots);
+    if (!reason.empty()) return reason;
+    if (!captured.complete()) return "a value of a relational guard was not read";
+    for (const auto& relation : relations_) {
+      reason = relation->explain(captured.get(), slot_names_);
+      if (!reason.empty()) return reason;
+    }
+    return {};
   }
   std::vector<std::string> describe() const override {
     std::vector<std::pair<std::string, std::string>> lines;
     root_.describe(lines);
+    for (const auto& relation : relations_) {
+      std::string line = relation->describe(slot_names_);
+      lines.emplace_back(line, line);
+    }
     std::stable_sort(lines.begin(), lines.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::string> text;
     for (auto& line : lines) text.push_back(std::move(line.second));
     return text;
   }
-  size_t guard_count() const override { return root_.guard_count(); }
+  size_t guard_count() const override { return root_.guard_count() + relations_.size(); }
 
  private:
   GuardManager root_;
+  std::vector<std::unique_ptr<RelationalGuard>> relations_;
+  std::vector<std::string> slot_names_;  // the source captured in each slot
 };
 
 // The manager checking `source`, creating the managers of its bases on the way.
@@ -54,6 +108,9 @@ struct GuardSet::Impl {
   };
   std::map<std::string, Entry> by_source;  // keyed by repr, so listings come out sorted
   std::vector<LeafPtr> global_state;       // checked on the root, before any source
+  // Relational guards, by the sources they relate (kept as sources until build()).
+  std::vector<std::pair<SourcePtr, SourcePtr>> same_objects;
+  std::vector<std::vector<SourcePtr>> distinct_objects;
 
   void add(const SourcePtr& source, LeafPtr leaf) {
     BYTEGRAPH_CHECK(source != nullptr, "a guard needs a source");
@@ -88,8 +145,25 @@ void GuardSet::add_length_match(const SourcePtr& source, Py_ssize_t length) {
 void GuardSet::add_dict_keys_match(const SourcePtr& source, PyObject* keys) {
   impl_->add(source, make_dict_keys_match(keys));
 }
+void GuardSet::add_dict_lacks_key(const SourcePtr& source, PyObject* key) {
+  impl_->add(source, make_dict_lacks_key(key));
+}
 void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
+}
+
+void GuardSet::add_same_object(const SourcePtr& first, const SourcePtr& second) {
+  BYTEGRAPH_CHECK(first && second, "a relational guard needs sources");
+  if (first->repr() == second->repr()) return;
+  for (const auto& [a, b] : impl_->same_objects)
+    if (a->repr() == first->repr() && b->repr() == second->repr()) return;
+  impl_->same_objects.emplace_back(first, second);
+}
+
+void GuardSet::add_distinct_objects(const std::vector<SourcePtr>& sources) {
+  if (sources.size() < 2) return;
+  for (const auto& source : sources) BYTEGRAPH_CHECK(source != nullptr, "a relational guard needs sources");
+  impl_->distinct_objects.push_back(sources);
 }
 
 void GuardSet::add_global_state_match(bool grad_enabled) {
@@ -108,6 +182,13 @@ std::vector<std::string> GuardSet::describe() const {
     });
     for (const LeafPtr& leaf : leaves) lines.push_back(leaf->describe(repr));
   }
+  for (const auto& [first, second] : impl_->same_objects)
+    lines.push_back(second->repr() + ": OBJECT_ALIASING " + first->repr());
+  for (const auto& sources : impl_->distinct_objects) {
+    std::string line = "NO_ALIASING";
+    for (size_t i = 0; i < sources.size(); ++i) line += (i ? ", " : " ") + sources[i]->repr();
+    lines.push_back(line);
+  }
   return lines;
 }
 
@@ -118,12 +199,33 @@ std::unique_ptr<GuardTree> GuardSet::build() const {
     GuardManager& manager = manager_for(tree->root(), entry.source);
     for (const LeafPtr& leaf : entry.leaves) manager.add_leaf(leaf);
   }
+  // One captured slot per related source, filled by that source's manager.
+  std::map<std::string, int> slots;
+  std::vector<std::string> slot_names;
+  auto slot_of = [&](const SourcePtr& source) {
+    std::string repr = source->repr();
+    auto found = slots.find(repr);
+    if (found != slots.end()) return found->second;
+    int slot = static_cast<int>(slot_names.size());
+    slots.emplace(repr, slot);
+    slot_names.push_back(repr);
+    manager_for(tree->root(), source).add_capture(slot);
+    return slot;
+  };
+  for (const auto& [first, second] : impl_->same_objects)
+    tree->add_relation(make_same_object(slot_of(first), slot_of(second)));
+  for (const auto& sources : impl_->distinct_objects) {
+    std::vector<int> related;
+    for (const auto& source : sources) related.push_back(slot_of(source));
+    tree->add_relation(make_distinct_objects(std::move(related)));
+  }
+  tree->set_slot_names(std::move(slot_names));
   tree->root().finalize();
   return tree;
 }
 
 size_t GuardSet::size() const {
-  size_t count = impl_->global_state.size();
+  size_t count = impl_->global_state.size() + impl_->same_objects.size() + impl_->distinct_objects.size();
   for (const auto& [repr, entry] : impl_->by_source) count += entry.leaves.size();
   return count;
 }

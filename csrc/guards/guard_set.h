@@ -26,6 +26,9 @@ struct FrameValues {
   PyObject* globals = nullptr;
   PyObject* builtins = nullptr;
   PyObject* closure = nullptr;  // tuple of cells, or null
+  // Values captured during one check for the relational guards (relational_guards.h): one
+  // strong reference per slot, set by the tree walk, owned and released by the tree's check.
+  PyObject** captured = nullptr;
 };
 
 class GuardSet {
@@ -43,6 +46,12 @@ class GuardSet {
   void add_length_match(const SourcePtr& source, Py_ssize_t length);
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
+  void add_dict_lacks_key(const SourcePtr& source, PyObject* key);  // an exact dict
+  // Relations between values read from different sources: `second` is the same object as
+  // `first` (one object reached two ways during tracing), and the `sources` are pairwise
+  // distinct objects (tensor inputs the graph treats as unaliased).
+  void add_same_object(const SourcePtr& first, const SourcePtr& second);
+  void add_distinct_objects(const std::vector<SourcePtr>& sources);
   // Global state the graph depends on, checked on the tree's root: grad mode as it was when
   // the frame started (see current_grad_mode()).
   void add_global_state_match(bool grad_enabled);

@@ -23,6 +23,8 @@ constexpr std::array kBreakKinds = {
     BreakKind{"data_dependent_op", "the operation's output depends on tensor values (e.g. .item(), nonzero); "
                                    "keep it out of the compiled function or set "
                                    "bytegraph.config.capture_scalar_outputs"},
+    BreakKind{"disabled_function", "the function is wrapped by bytegraph.disable() and runs eagerly; remove "
+                                   "disable() to capture it"},
     BreakKind{"explicit_graph_break", "remove bytegraph.graph_break() to capture one graph"},
     BreakKind{"fake_op_failed", "the operation failed on fake tensors (shapes or dtypes that do not fit, or an op "
                                 "without a meta kernel); check the inputs' shapes, or keep the op out of the "
@@ -49,6 +51,8 @@ constexpr std::array kBreakKinds = {
     BreakKind{"side_effect", "the function mutates state that outlives the call; return the new value instead"},
     BreakKind{"stop_iteration", "next() on an exhausted iterator raises StopIteration; it runs eagerly so the "
                                 "error is raised as Python raises it"},
+    BreakKind{"tensor_effect", "the tensor method acts outside the graph (retain_grad(), backward(), hooks, "
+                               "reading .grad of an intermediate); call it outside the compiled function"},
     BreakKind{"unbound_local", "a variable is read before it is assigned (UnboundLocalError); it runs eagerly so "
                                "the error is raised as Python raises it"},
     BreakKind{"unsupported_attribute", "this attribute is not captured (a property, a C attribute or a missing "

@@ -22,11 +22,9 @@ const Bridge& Bridge::get() {
     py::Ref<> module = check(PyImport_ImportModule("bytegraph._bridge"));
     b->session_class = attr(module.get(), "Session");
     b->node_ref_class = attr(module.get(), "NodeRef");
-    b->graph_output_class = attr(module.get(), "GraphOutput");
-    b->constant_class = attr(module.get(), "Constant");
-    b->source_class = attr(module.get(), "Source");
     b->data_dependent_error = attr(module.get(), "DataDependentOp");
     b->classify = attr(module.get(), "classify");
+    b->folded_result = attr(module.get(), "folded_result");
     b->tensor_attribute_kind = attr(module.get(), "tensor_attribute_kind");
     b->tensor_constant_methods = attr(module.get(), "TENSOR_CONSTANT_METHODS");
     b->build_graph_module = attr(module.get(), "build_graph_module");
@@ -61,6 +59,7 @@ ObjectKind classify(PyObject* object) {
       {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
+      {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"comptime", ObjectKind::Comptime},
   };
   for (const auto& [text, value] : table)

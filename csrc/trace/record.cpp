@@ -128,12 +128,8 @@ ValuePtr Tracer::wrap_items(int node, PyObject* result) {
     }
   }
   auto sequence = std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
-  // Named results (torch.return_types.max, namedtuples) keep their field names.
-  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) {
-    py::Ref<> fields = py::Ref<>::steal(PyObject_GetAttrString((PyObject*)Py_TYPE(result), "__match_args__"));
-    if (fields && PyTuple_Check(fields.get())) sequence->field_names = std::move(fields);
-    else PyErr_Clear();
-  }
+  // Named results (torch.return_types.max, namedtuples) keep their type.
+  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(result));
   return sequence;
 }
 
