@@ -44,8 +44,6 @@ constexpr std::array kBreakKinds = {
     BreakKind{"print", "print() writes outside the graph; remove it, or log after the compiled call"},
     BreakKind{"python_error", "Python code run while tracing raised; the frame continues eagerly from here so "
                               "the exception is raised (or handled) as Python does it"},
-    BreakKind{"python_version", "this construct needs a CPython version whose bytecode bytegraph cannot generate "
-                                "yet"},
     BreakKind{"recursion_limit", "calls nest deeper than bytegraph inlines; make the recursion shallower or "
                                  "compile the inner function on its own"},
     BreakKind{"side_effect", "the function mutates state that outlives the call; return the new value instead"},
