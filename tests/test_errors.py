@@ -266,3 +266,108 @@ def test_a_guard_on_a_closure_cell_fails_when_the_closure_is_gone():
     assert same(compiled(lambda t: t - 1, x), x)
     assert counter.frame_count == 2
     assert not _frame.is_skipped(apply.__code__)
+
+
+# ---- bad input: clear errors, nothing lost ---------------------------------------------------
+
+
+def _two_outputs(gm, example_inputs):
+    def compiled(*args):
+        return (torch.zeros(1), *gm.forward(*args))
+
+    return compiled
+
+
+def _bare_tensor(gm, example_inputs):
+    return lambda *args: gm.forward(*args)[0]
+
+
+@pytest.mark.parametrize("backend, got", [(_two_outputs, "2 values"), (_bare_tensor, "returned Tensor")])
+def test_a_backend_returning_the_wrong_number_of_outputs_is_a_clear_error(backend, got):
+    compiled = bytegraph.compile(add_one, backend=backend)
+    x = torch.ones(2)
+    for _ in range(2):  # every call, not only the first: never a silently wrong value
+        with pytest.raises(BackendCompilerFailed, match=f"{got}; the graph has 1 outputs"):
+            compiled(x)
+    bytegraph.reset()
+    counter = CompileCounter()
+    assert same(bytegraph.compile(add_one, backend=counter)(x), x + 1)
+    assert counter.frame_count == 1
+
+
+def test_a_backend_returning_a_non_callable_is_a_clear_error():
+    with pytest.raises(BackendCompilerFailed, match="not callable"):
+        bytegraph.compile(add_one, backend=lambda gm, inputs: "compiled")(torch.ones(2))
+
+
+def test_a_guard_failure_callback_that_raises(caplog):
+    def complain(reason):
+        raise RuntimeError(f"guard failed: {reason}")
+
+    counter = CompileCounter()
+    compiled = bytegraph.optimize(counter, guard_fail_fn=complain)(add_one)
+    assert same(compiled(torch.ones(2)), torch.full((2,), 2.0))
+    with pytest.raises(RuntimeError, match=r"guard failed: .*L\['x'\]"):
+        compiled(torch.ones(3))  # the user's own error, as raised
+    assert counter.frame_count == 1
+    with bytegraph.config.patch(suppress_errors=True), caplog.at_level(logging.WARNING, "bytegraph"):
+        assert same(compiled(torch.ones(4)), torch.full((4,), 2.0))  # eager, correct
+    assert len(_warnings(caplog, "guard failed")) == 1
+    assert _frame.is_skipped(add_one.__code__)  # logged once: eager from now on
+    assert same(compiled(torch.ones(2)), torch.full((2,), 2.0))
+    assert counter.frame_count == 1
+
+
+def test_a_function_whose_code_is_swapped_after_compiling():
+    def f(x):
+        return x + 1
+
+    def g(x):
+        return x * 10
+
+    original = f.__code__
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    x = torch.ones(2)
+    try:
+        assert same(compiled(x), x + 1)
+        f.__code__ = g.__code__
+        assert same(compiled(x), x * 10)
+        assert counter.frame_count == 2
+        f.__code__ = original
+        assert same(compiled(x), x + 1)
+        assert counter.frame_count == 2  # the first entry is still the code's own
+    finally:
+        f.__code__ = original
+
+
+class _Rebuilding(torch.nn.Module):
+    """Replaces its own layer and counts its calls while running forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        torch.nn.init.constant_(self.lin.weight, 0.5)
+        torch.nn.init.zeros_(self.lin.bias)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        y = self.lin(x)
+        replacement = torch.nn.Linear(2, 2)
+        torch.nn.init.constant_(replacement.weight, float(self.calls))
+        torch.nn.init.zeros_(replacement.bias)
+        self.lin = replacement
+        return y * self.calls
+
+
+def test_a_module_mutated_during_its_own_forward():
+    module, reference = _Rebuilding(), _Rebuilding()
+    counter = CompileCounter()
+    compiled = bytegraph.compile(module, backend=counter)
+    x = torch.ones(2)
+    for _ in range(3):
+        assert same(compiled(x), reference(x))
+        assert module.calls == reference.calls
+        assert torch.equal(module.lin.weight, reference.lin.weight)
+    assert counter.frame_count >= 3  # the layer call is captured each time
