@@ -51,6 +51,8 @@ def measure(*, calls=2000, batches=7):
         theirs = torch.compile(fn, backend="eager")
         for compiled in (ours, theirs):  # compile now; also check the result once
             torch.testing.assert_close(compiled(*args), fn(*args))
+        if not bytegraph._frame.cache_entries(fn.__code__):
+            raise RuntimeError(f"{fn.__name__} was not captured: its timing would be eager's, not a cache hit's")
         timed = {}
         # Interleaved batches, so that a change in machine load hits every variant alike.
         for _ in range(batches):

@@ -23,7 +23,7 @@ from bytegraph import (_compile_metrics, _logging, _readable_code, _stack_names,
                        stance)
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
-from bytegraph.exc import GraphBreakError
+from bytegraph.exc import BytegraphError, GraphBreakError, InternalError
 
 log = logging.getLogger("bytegraph")
 graph_break_log = logging.getLogger("bytegraph.graph_breaks")
@@ -47,17 +47,6 @@ _STDLIB_DIRS = tuple(
 )
 _TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
 _TORCH_NN_MODULES_DIR = os.path.join(_TORCH_DIR, "nn", "modules", "")
-
-_GRAPH_BREAK_HINTS = {
-    "data_dependent_branch": "the branch depends on a tensor's value; compute both sides with "
-    "torch.where, or move the branch out of the compiled region",
-    "explicit_graph_break": "remove bytegraph.graph_break() to capture one graph",
-    "unsupported_opcode": "this bytecode instruction is not captured yet; move the construct out "
-    "of the compiled function",
-    "side_effect": "the function mutates state that outlives the call; return the new value instead",
-    "data_dependent_op": "the operation's output depends on tensor values (e.g. .item(), nonzero); "
-    "keep it out of the compiled function",
-}
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -135,11 +124,12 @@ class FrameConverter:
             return self.convert(frame_info)
         except stance.RecompileError:
             raise
-        except Exception:
-            if not config.suppress_errors:
-                raise
-            log.warning("bytegraph: compiling %s failed; running it eagerly", code.co_name, exc_info=True)
-            return None
+        except GraphBreakError:
+            raise  # fullgraph=True: the break is the user's error, whatever suppress_errors says
+        except _C.Unsupported as error:
+            return self._on_graph_break(code, error)  # a break outside the tracer (codegen)
+        except Exception as error:
+            return _on_compile_error(code, error)
 
     def convert(self, frame_info):
         """Capture this frame: return (code, guards, keepalive), or None to run it as is."""
@@ -209,7 +199,7 @@ class FrameConverter:
         for resume in plan.resume_codes:
             _log_resume_code(code, resume)
         if self.guard_export_fn is not None:
-            self.guard_export_fn(guard_lines)
+            _call_user_hook(self.guard_export_fn, guard_lines)
         with record.phase("guards"):
             guards = result.build_guards()
         record.captured(new_code, guard_lines, "captured" if info is None else "split", plan.resume_codes)
@@ -302,6 +292,48 @@ def _break_description(kind, message, user_stack):
     return {"kind": kind, "message": message, "user_stack": list(user_stack or [])}
 
 
+def _on_compile_error(code, error):
+    """A compile failure that is not a graph break. With config.suppress_errors the frame
+    runs eagerly from now on (logged once, with the reason and the function's file:line);
+    otherwise the error reaches the caller: errors meant for the user (a backend that
+    failed, a comptime function or guard callback that raised) as they are, anything else
+    as bytegraph.exc.InternalError."""
+    where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
+    if config.suppress_errors:
+        log.warning(
+            "bytegraph: could not compile %s, running it eagerly from now on: %s: %s",
+            where, type(error).__name__, error, exc_info=config.verbose,
+        )
+        _never_offer_again(code)
+        return None
+    if isinstance(error, BytegraphError) or getattr(error, _PROPAGATE, False):
+        raised = error
+    elif isinstance(error, InternalError):
+        raised = error
+        error.add_note(f"while compiling {where}; {_SUPPRESS_ADVICE}")
+    else:
+        raised = InternalError(
+            f"bytegraph internal error while compiling {where}: {type(error).__name__}: {error}\n"
+            f"{_SUPPRESS_ADVICE}"
+        )
+        raised.__cause__ = error
+    setattr(raised, _PROPAGATE, True)
+    raise raised
+
+
+_PROPAGATE = _C.frame.PROPAGATE_ATTRIBUTE
+_SUPPRESS_ADVICE = "set bytegraph.config.suppress_errors = True to run such frames eagerly instead"
+
+
+def _call_user_hook(hook, argument):
+    """Calls a user's guard_export_fn / guard_fail_fn: what it raises is the user's error."""
+    try:
+        hook(argument)
+    except Exception as error:
+        setattr(error, _PROPAGATE, True)
+        raise
+
+
 _logged_resume_codes = set()
 
 
@@ -362,7 +394,7 @@ def _report_recompile(code, guard_fail_fn):
                 "Recompiling function %s; each of its %d cache entries failed a guard:\n%s", where, len(reasons),
                 "\n".join(f"  - entry {i}: {r}" for i, r in enumerate(reasons)))
         if guard_fail_fn is not None:
-            guard_fail_fn(raw[0])
+            _call_user_hook(guard_fail_fn, raw[0])
     return reasons
 
 
@@ -387,7 +419,7 @@ def graph_break_error(kind, message, user_stack, code):
     source_line = linecache.getline(filename, lineno)
     return GraphBreakError(
         kind, message, user_stack, filename=filename, lineno=lineno, source_line=source_line,
-        hint=_GRAPH_BREAK_HINTS.get(kind, "move the unsupported code out of the compiled function"),
+        hint=_C.break_hint(kind),
     )
 
 

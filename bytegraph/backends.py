@@ -27,7 +27,7 @@ import torch
 import torch.fx
 
 from bytegraph import _logging, config
-from bytegraph.eval_frame import DisableContext
+from bytegraph.eval_frame import DISABLE_MARK, frame_hook
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
 log = logging.getLogger("bytegraph")
@@ -345,6 +345,7 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
             name,
             gm.print_readable(print_output=False),
         )
+    expected_outputs = _output_count(gm)  # before the backend, which may rewrite the graph
     try:
         with _tracing_context(fake_mode), _logging.output_code_capture(graph_name, name):
             compiled = compiler_fn(gm, list(example_inputs))
@@ -353,6 +354,44 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
     if not callable(compiled):
         error = TypeError(f"the backend returned {type(compiled).__name__}, which is not callable")
         raise BackendCompilerFailed(name, graph_name, error) from error
-    # The compiled graph's own Python frames (GraphModule.forward, runtime wrappers) must not
-    # be offered to the frame callback that is active around the user's code.
-    return DisableContext()(compiled)
+    return _checked_graph_call(compiled, expected_outputs, name, graph_name)
+
+
+def _output_count(gm):
+    """How many values the graph returns (its output node holds a tuple), or None if the
+    graph returns something else."""
+    for node in reversed(gm.graph.nodes):
+        if node.op == "output":
+            outputs = node.args[0]
+            return len(outputs) if isinstance(outputs, (tuple, list)) else None
+    return None
+
+
+def _checked_graph_call(compiled, expected, backend_name_, graph_name):
+    """`compiled` wrapped for the generated code: it runs with capture off (the compiled
+    graph's own Python frames, GraphModule.forward and runtime wrappers, must not be offered
+    to the frame callback active around the user's code) and, until a call passes the
+    check, its outputs are checked against the graph's: a backend returning the wrong number
+    of values would otherwise make the compiled function return a wrong one."""
+    hook = frame_hook()
+    set_callback = hook.set_callback if hook is not None else (lambda callback: None)
+    checked = expected is None
+
+    @functools.wraps(compiled)
+    def compiled_graph(*args):
+        nonlocal checked
+        previous = set_callback(None)
+        try:
+            outputs = compiled(*args)
+        finally:
+            set_callback(previous)
+        if not checked:
+            if not isinstance(outputs, (tuple, list)) or len(outputs) != expected:
+                got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else type(outputs).__name__
+                error = TypeError(f"the compiled graph returned {got}; the graph has {expected} outputs (a tuple)")
+                raise BackendCompilerFailed(backend_name_, graph_name, error) from None
+            checked = True
+        return outputs
+
+    setattr(compiled_graph, DISABLE_MARK, True)
+    return compiled_graph

@@ -36,6 +36,13 @@ class FakeFrameHook:
         self.skipped.append(code)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
 @pytest.fixture
 def hook(monkeypatch):
     fake = FakeFrameHook()
@@ -64,6 +71,11 @@ def add_one(x, y=1):
 # --- compile: forms and results -------------------------------------------------------------
 
 
+def _compiled_graphs(fn):
+    """The graph names of fn's cache entries: what the real hook captured for it."""
+    return [entry["keepalive"][2] for entry in bytegraph._frame.cache_entries(fn.__code__) if entry["keepalive"]]
+
+
 def test_compile_as_plain_call_preserves_metadata_and_results():
     compiled = bytegraph.compile(add_one, backend="eager")
     assert compiled is not add_one
@@ -72,6 +84,7 @@ def test_compile_as_plain_call_preserves_metadata_and_results():
     assert compiled.__wrapped__ is add_one
     x = torch.randn(3)
     assert same(compiled(x, y=2), add_one(x, y=2))
+    assert len(_compiled_graphs(add_one)) == 1
 
 
 def test_compile_as_decorator_without_arguments():
@@ -82,6 +95,7 @@ def test_compile_as_decorator_without_arguments():
 
     assert double.__name__ == "double" and double.__doc__ == "Doubles."
     assert same(double(torch.ones(2)), torch.full((2,), 2.0))
+    assert len(_compiled_graphs(double.__wrapped__)) == 1
 
 
 def test_compile_as_decorator_with_arguments():
@@ -167,22 +181,6 @@ def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     converter = _convert_frame.make_callback(CompileCounter())
     assert converter(InternalFrame()) is None
     assert hook.skipped == [eval_frame.call_with_callback.__code__]
-
-
-def test_compile_errors_are_raised_unless_suppressed(caplog):
-    class Failing(_convert_frame.FrameConverter):
-        def convert(self, frame_info):
-            raise RuntimeError("tracer bug")
-
-    class FrameInfo:
-        f_code = add_one.__code__
-
-    failing = Failing(CompileCounter())
-    with pytest.raises(RuntimeError, match="tracer bug"):
-        failing(FrameInfo())
-    with bytegraph.config.patch(suppress_errors=True), caplog.at_level(logging.WARNING, "bytegraph"):
-        assert failing(FrameInfo()) is None
-    assert "add_one" in caplog.text
 
 
 # --- compile: argument checking -------------------------------------------------------------
@@ -288,6 +286,7 @@ def test_optimized_module_train_and_eval_propagate():
     # eval mode: dropout off, so results are deterministic and equal the original's
     x = torch.randn(3, 4)
     assert same(compiled(x), module(x)) and same(compiled.forward(x), module(x))
+    assert len(_compiled_graphs(MLP.forward)) == 1
 
 
 def test_optimized_module_of_an_eval_module_stays_in_eval():
@@ -303,6 +302,7 @@ def test_optimized_module_calls_the_original_hooks_once():
     compiled.register_forward_hook(lambda mod, args, out: calls.append(mod))
     compiled(torch.randn(1, 4))
     assert calls == [module]
+    assert len(_compiled_graphs(MLP.forward)) == 1
 
 
 def test_optimized_module_load_state_dict_and_parent_module_keys():
@@ -346,6 +346,7 @@ def test_optimized_module_pickles_and_deep_copies():
         assert isinstance(other, bytegraph.OptimizedModule) and other._orig_mod is not module
         assert list(other.state_dict()) == list(module.state_dict())
         assert same(other(x), module(x))
+    assert len(_compiled_graphs(MLP.forward)) == 2  # the module's identity is guarded
 
 
 def test_compiling_an_optimized_module_wraps_the_original():
@@ -361,6 +362,7 @@ def test_optimize_as_decorator():
     compiled = bytegraph.optimize("eager")(add_one)
     assert compiled.__wrapped__ is add_one
     assert same(compiled(torch.ones(2)), torch.full((2,), 2.0))
+    assert len(_compiled_graphs(add_one)) == 1
     assert isinstance(bytegraph.optimize("eager")(MLP()), bytegraph.OptimizedModule)
 
 
@@ -543,7 +545,9 @@ def test_run_eager_and_compiled_gives_each_run_its_own_inputs():
         return x
 
     original = torch.zeros(2)
-    eager, compiled = run_eager_and_compiled(mutate, original, backend="eager")
+    counter = CompileCounter()
+    eager, compiled = run_eager_and_compiled(mutate, original, backend=counter)
+    assert counter.frame_count == 1 and counter.op_count == 1
     assert same(eager, torch.ones(2)) and same(compiled, torch.ones(2))
     assert same(original, torch.zeros(2))
 

@@ -230,7 +230,9 @@ def test_backends_match_eager(backend, name, make):
         return gm.forward
 
     chosen = user_backend if backend == "user_callable" else backend
-    assert same(fn(*args), bytegraph.compile(fn, backend=chosen)(*args))
+    counter = CompileCounterWithBackend(chosen)
+    assert same(fn(*args), bytegraph.compile(fn, backend=counter)(*args))
+    assert counter.frame_count == 1 and counter.op_count == 3
     if backend == "user_callable":
         assert calls and all(t is torch.Tensor for t in calls[0]), "backends receive real tensors"
 
@@ -256,10 +258,12 @@ def test_gradients_match_eager():
     model = nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 1))
     reference = copy.deepcopy(model)
     x = torch.randn(4, 6)
-    bytegraph.compile(model, backend="eager")(x).sum().backward()
+    counter = CompileCounter()
+    bytegraph.compile(model, backend=counter)(x).sum().backward()
     reference(x).sum().backward()
     for p, q in zip(model.parameters(), reference.parameters()):
         assert torch.allclose(p.grad, q.grad)
+    assert counter.frame_count == 1 and counter.op_count == 3
 
 
 def test_input_gradients_match_eager_under_aot_eager():
@@ -268,7 +272,9 @@ def test_input_gradients_match_eager_under_aot_eager():
 
     a = torch.randn(3, requires_grad=True)
     b = torch.randn(3, requires_grad=True)
-    bytegraph.compile(f, backend="aot_eager")(a, b).backward()
+    counter = CompileCounterWithBackend("aot_eager")
+    bytegraph.compile(f, backend=counter)(a, b).backward()
+    assert counter.frame_count == 1 and counter.op_count == 3
     ga, gb = a.grad.clone(), b.grad.clone()
     a.grad = b.grad = None
     f(a, b).backward()
@@ -290,6 +296,9 @@ def test_a_tensor_branch_gives_eager_results_on_both_sides():
     a = torch.ones(2, 3)
     for b in (torch.ones(2, 3), -torch.ones(2, 3)):
         assert torch.equal(compiled(a, b), foo1(a, b))
+    # The frame up to the branch (add, sum, lt), then the taken side's x * -1; the other
+    # side returns x unchanged and needs no graph.
+    assert counter.frame_count == 2 and counter.op_count == 4
 
 
 def test_fullgraph_break_is_an_error_with_the_users_line():

@@ -391,14 +391,18 @@ def test_comptime_in_a_module_forward(capsys):
 
 
 def test_an_exception_in_the_comptime_function_is_reported_as_itself(caplog):
-    """Not a graph break: a compile failure naming the exception (the frame then runs eagerly)."""
+    """Not a graph break: the exception reaches the caller as raised, or, with
+    config.suppress_errors, is logged as a compile failure naming it (the frame then runs
+    eagerly)."""
 
     def f(a):
         comptime(lambda ctx: 1 / 0)
         return a + 1
 
     counter = CompileCounter()
-    with caplog.at_level("WARNING", logger="bytegraph"):
+    with pytest.raises(ZeroDivisionError):
+        bytegraph.compile(f, backend=counter)(torch.ones(2))
+    with bytegraph.config.patch(suppress_errors=True), caplog.at_level("WARNING", logger="bytegraph"):
         result = bytegraph.compile(f, backend=counter)(torch.ones(2))
     torch.testing.assert_close(result, torch.ones(2) + 1)
     assert "ZeroDivisionError" in caplog.text and "could not compile" in caplog.text

@@ -31,6 +31,10 @@ class RecordingBackend:
     def calls(self):
         return [calls for _, calls in self.graphs]
 
+    @property
+    def frame_count(self):
+        return len(self.graphs)
+
 
 def _target_name(target):
     return target if isinstance(target, str) else getattr(target, "__name__", str(target))
@@ -219,12 +223,19 @@ def test_liveness_drops_dead_locals():
 # ---- where breaks happen ------------------------------------------------------------------
 
 
-def run_both(fn, *args, backend=None):
-    backend = backend or CompileCounter()
+def run_both(fn, *args, calls=None, backend=None):
+    """Runs fn compiled (from a fresh cache) and eagerly: same result; `calls` is what the
+    backend must have been given, the call targets of each graph in order."""
+    bytegraph.reset()
+    backend = backend or RecordingBackend()
     compiled = bytegraph.compile(fn, backend=backend)
     result = compiled(*args)
     expected = fn(*args)
     assert_same(result, expected)
+    if calls is None:
+        assert isinstance(backend, RecordingBackend), "pass calls=[...] or check the backend's graphs"
+    else:
+        assert backend.calls() == calls
     return backend
 
 
@@ -236,7 +247,7 @@ def test_break_in_a_loop_body(capsys):
             x = x + 1
         return x
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"]])
     # The first iteration up to the print is a graph; the rest of the loop runs in a resume
     # function that is not split again (that would nest a call per iteration).
     assert counter.frame_count >= 1
@@ -252,7 +263,8 @@ def test_a_long_loop_with_a_break_does_not_nest_calls():
             SINK.append(i)  # a mutation of a global list: a break
         return total
 
-    run_both(f, torch.zeros(2), 5000)
+    # The appends are replayed after the graph: the loop is one graph, no nested calls.
+    run_both(f, torch.zeros(2), 5000, calls=[["add"] * 5000])
     assert len(SINK) == 10000
     SINK.clear()
 
@@ -267,7 +279,7 @@ def test_break_in_a_nested_helper_splits_the_caller_at_its_call(capsys):
         z = helper(y)
         return z * 2
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["sin"], ["add"], ["mul"]])
     # y.sin() in the caller, y + 1 in the helper (its own frame), z * 2 after the call.
     assert counter.frame_count == 3
 
@@ -330,11 +342,16 @@ def test_break_under_no_grad_matches_eager(capsys):
         return y, a + y
 
     x = torch.randn(3, requires_grad=True)
-    compiled = bytegraph.compile(f, backend="eager")
+    backend = RecordingBackend()
+    compiled = bytegraph.compile(f, backend=backend)
     result = compiled(x)
     expected = f(x)
     assert_same(result, expected)
     assert torch.is_grad_enabled()
+    assert backend.calls() == [
+        ["mul", "_set_grad_enabled", "mul"],
+        ["_set_grad_enabled", "add", "_set_grad_enabled", "add"],
+    ]
 
 
 def test_break_under_no_grad_is_split_and_the_resume_function_enters_the_block_again(capsys):
@@ -347,7 +364,7 @@ def test_break_under_no_grad_is_split_and_the_resume_function_enters_the_block_a
         return y, a + y
 
     x = torch.randn(3, requires_grad=True)
-    counter = run_both(f, x)
+    counter = run_both(f, x, calls=[["mul", "_set_grad_enabled", "mul"], ["_set_grad_enabled", "add", "_set_grad_enabled", "add"]])
     assert counter.frame_count == 2
     out = capsys.readouterr().out
     assert out.count("inside False") == 2
@@ -368,7 +385,7 @@ def test_break_in_nested_grad_mode_blocks(capsys):
         return y, a + y, w
 
     x = torch.randn(3, requires_grad=True)
-    counter = run_both(f, x)
+    counter = run_both(f, x, calls=[["mul", "_set_grad_enabled", "mul", "_set_grad_enabled", "mul"], ["_set_grad_enabled", "_set_grad_enabled", "add", "_set_grad_enabled"], ["_set_grad_enabled", "add", "_set_grad_enabled", "add"]])
     assert counter.frame_count == 3
     out = capsys.readouterr().out
     assert out.count("inner True") == 2 and out.count("middle False") == 2
@@ -386,14 +403,17 @@ def test_an_exception_at_a_break_under_no_grad_restores_the_mode():
             fail(y)
         return y
 
-    compiled = bytegraph.compile(f, backend="eager")
+    backend = RecordingBackend()
+    compiled = bytegraph.compile(f, backend=backend)
     for _ in range(2):
         with pytest.raises(ValueError, match="boom"):
             compiled(torch.randn(3, requires_grad=True))
         assert torch.is_grad_enabled()
+    # One graph up to the failing call (the second call hits the cache); the call raises.
+    assert backend.calls() == [["mul", "_set_grad_enabled", "add"]]
 
 
-def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
+def test_a_break_in_a_with_block_that_is_not_a_grad_mode_is_split_inside_the_block(tmp_path):
     path = tmp_path / "out.txt"
 
     def f(x):
@@ -403,7 +423,9 @@ def test_a_break_in_a_with_block_that_is_not_a_grad_mode_runs_eagerly(tmp_path):
             z = y * 2
         return z
 
-    run_both(f, torch.randn(3))
+    # open() breaks before the block; the write breaks inside it, and the resume function
+    # captures `y * 2` with the file still open (its __exit__ runs after the graph).
+    run_both(f, torch.randn(3), calls=[["add"], ["mul"]])
     assert path.read_text() == "text"
 
 
@@ -416,11 +438,13 @@ def test_break_under_autocast_matches_eager(capsys):
             w = torch.mm(z, y)
         return w, torch.is_autocast_enabled("cpu")
 
-    run_both(f, torch.randn(4, 4))
+    # Entering autocast breaks; the print inside the block splits it, and the resume function
+    # runs inside the block, so its mm is under autocast as in eager mode.
+    run_both(f, torch.randn(4, 4), calls=[["add"], ["mm"], ["mm"]])
     assert not torch.is_autocast_enabled("cpu")
 
 
-def test_break_inside_try_finally_matches_eager(capsys):
+def test_break_inside_try_finally_matches_eager(capsys, caplog):
     log = []
 
     def f(x):
@@ -433,11 +457,13 @@ def test_break_inside_try_finally_matches_eager(capsys):
             y = y + 1
         return y
 
-    run_both(f, torch.randn(3))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.randn(3), calls=[["mul"], ["add"]])
+    assert "runs eagerly" not in caplog.text
     assert log == ["body", "finally"] * 2
 
 
-def test_break_inside_try_when_the_break_raises():
+def test_break_inside_try_when_the_break_raises(caplog):
     def boom():
         raise ValueError("boom")
 
@@ -449,7 +475,11 @@ def test_break_inside_try_when_the_break_raises():
             y = y - 1
         return y
 
-    run_both(f, torch.randn(3))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.randn(3), calls=[["mul"]])
+    # f is split at the call; only the handler's resume function (entered with the exception)
+    # runs eagerly.
+    assert "f runs eagerly" not in caplog.text
 
 
 class Box:
@@ -470,20 +500,28 @@ def test_mutations_before_a_break_happen_in_program_order():
         items.append(y)
         box.attr = y * 2
         GLOBAL_TARGET = 7
-        events.append(("print", len(items), hasattr(box, "attr"), GLOBAL_TARGET))
+        observe(items, box)
         return y * 3
+
+    @bytegraph.disable
+    def observe(items, box):  # runs outside the graph: a break that sees the state at that point
+        events.append(("observed", len(items), hasattr(box, "attr"), GLOBAL_TARGET))
 
     x = torch.randn(3)
     items, box = [], Box()
-    result = bytegraph.compile(f, backend="eager")(x, items, box)
+    backend = RecordingBackend()
+    result = bytegraph.compile(f, backend=backend)(x, items, box)
+    # The append, the attribute and the global are written back after the first graph, before
+    # the call that breaks.
+    assert backend.calls() == [["add", "mul"], ["mul"]]
     assert torch.equal(result, (x + 1) * 3)
     assert len(items) == 1 and torch.equal(items[0], x + 1)
     assert torch.equal(box.attr, (x + 1) * 2)
     assert GLOBAL_TARGET == 7
-    assert events == [("print", 1, True, 7)]
+    assert events == [("observed", 1, True, 7)]
 
 
-def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
+def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity(caplog):
     def f(x):
         a = []
         b = a
@@ -492,10 +530,12 @@ def test_a_list_made_in_the_frame_and_aliased_keeps_its_identity():
         b.append(x * 2)
         return a, a is b
 
-    run_both(f, torch.randn(3))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.randn(3), calls=[])
+    assert "which is referenced from two places" in caplog.text
 
 
-def test_an_iterator_shared_by_a_loop_and_a_local():
+def test_an_iterator_shared_by_a_loop_and_a_local(caplog):
     def f(x):
         it = iter([1, 2, 3, 4])
         total = x
@@ -505,7 +545,9 @@ def test_an_iterator_shared_by_a_loop_and_a_local():
             next(it, None)
         return total
 
-    run_both(f, torch.zeros(2))
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        run_both(f, torch.zeros(2), calls=[])
+    assert "which is referenced from two places" in caplog.text
 
 
 def test_in_place_update_of_an_input_before_a_break():
@@ -515,9 +557,11 @@ def test_in_place_update_of_an_input_before_a_break():
         return x * 2
 
     x1, x2 = torch.zeros(3), torch.zeros(3)
-    r1 = bytegraph.compile(f, backend="eager")(x1)
+    backend = RecordingBackend()
+    r1 = bytegraph.compile(f, backend=backend)(x1)
     r2 = f(x2)
     assert torch.equal(r1, r2) and torch.equal(x1, x2)
+    assert backend.calls() == [["add_"], ["mul"]]
 
 
 def test_a_while_loop_on_a_tensor_condition():
@@ -529,7 +573,7 @@ def test_a_while_loop_on_a_tensor_condition():
         return x, steps
 
     for start in (0.5, 2.5, 4.5):
-        run_both(f, torch.full((3,), start))
+        run_both(f, torch.full((3,), start), calls=[["sum", "gt"]])
 
 
 def test_item_and_tolist_flowing_into_python_control_flow():
@@ -541,7 +585,9 @@ def test_item_and_tolist_flowing_into_python_control_flow():
         return y * len(values), values[0]
 
     for sign in (1, -1):
-        run_both(f, sign * torch.ones(3))
+        # The item() breaks; the taken side and the tolist() are graphs of their own.
+        taken = [["add"], ["mul"]] if sign > 0 else [["mul"]]
+        run_both(f, sign * torch.ones(3), calls=[["mul", "sum"], *taken])
 
 
 def test_numpy_in_the_middle():
@@ -552,7 +598,7 @@ def test_numpy_in_the_middle():
         z = torch.from_numpy(numpy.asarray(y) * 2)
         return z - y
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add"], ["sub"]])
 
 
 def test_values_of_every_kind_on_the_stack_at_the_break():
@@ -561,7 +607,7 @@ def test_values_of_every_kind_on_the_stack_at_the_break():
         d = {"a": x, "b": 2}
         return [x * 2, 3, t, d, "s", None, print("break") or x.cos()]
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["mul"], ["cos"]])
 
 
 def test_the_null_of_a_call_and_a_method_on_the_stack():
@@ -571,7 +617,7 @@ def test_the_null_of_a_call_and_a_method_on_the_stack():
         b = y.mul(print("two") or 3)  # [NULL, y.mul, ...]
         return a, b
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["add"], ["add"]])
     assert counter.frame_count >= 2
 
 
@@ -580,6 +626,7 @@ SWAPPED = torch.ones(3)
 
 def _rebind_swapped():
     global SWAPPED
+    torch._dynamo.graph_break()  # the caller breaks at this call
     SWAPPED = torch.zeros(3)
 
 
@@ -595,7 +642,9 @@ def test_values_read_before_the_break_are_not_read_again_after_it():
 
     SWAPPED = torch.ones(3)
     x = torch.randn(3)
-    compiled_result = bytegraph.compile(f, backend="eager")(x)
+    backend = RecordingBackend()
+    compiled_result = bytegraph.compile(f, backend=backend)(x)
+    assert backend.calls() == [["add"], ["zeros"], ["add", "add", "add"]]
     SWAPPED = torch.ones(3)
     assert torch.equal(compiled_result, f(x))
     assert torch.equal(SWAPPED, torch.zeros(3))
@@ -608,7 +657,7 @@ def test_a_break_at_a_call_with_star_args(capsys):
         print(*parts, sep="+")
         return y - 1
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"], ["sub"]])
     assert counter.frame_count == 2
     assert capsys.readouterr().out == "a+b\n" * 2
 
@@ -619,7 +668,7 @@ def test_keyword_arguments_of_the_breaking_call():
         print("a", "b", sep="-", end="\n")
         return torch.add(y, y, alpha=2)
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["add"], ["add"]])
     assert counter.frame_count == 2
 
 
@@ -631,7 +680,7 @@ def test_closures_keep_working_in_resume_functions():
         print("closure")
         return y + scale
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"], ["add"]])
     assert counter.frame_count == 2
 
 
@@ -642,7 +691,7 @@ def test_cell_variables_written_before_a_break_reach_closures_made_after_it(caps
         scale = lambda t: t * y  # noqa: E731
         return scale(x) + y
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["mul"], ["mul", "add"]])
     assert counter.frame_count == 2
 
 
@@ -659,7 +708,7 @@ def test_a_closure_made_before_the_break_shares_the_cell_with_the_resumed_code(c
         bump()
         return total
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add"], ["mul", "mul"]])
 
 
 def test_functions_made_before_the_break_are_made_again_with_defaults_and_closure(capsys):
@@ -673,7 +722,7 @@ def test_functions_made_before_the_break_are_made_again_with_defaults_and_closur
         print("break")
         return shift(x), shift(x, 1, scale=1), twice is shift
 
-    run_both(f, torch.randn(3))
+    run_both(f, torch.randn(3), calls=[["add", "mul", "mul"], ["add", "mul", "mul"]])
 
 
 def test_ten_breaks_in_one_function(capsys):
@@ -701,7 +750,7 @@ def test_ten_breaks_in_one_function(capsys):
         x = x - 11
         return x
 
-    counter = run_both(f, torch.randn(3))
+    counter = run_both(f, torch.randn(3), calls=[["add"], ["mul"], ["sub"], ["truediv"], ["add"], ["mul"], ["sub"], ["truediv"], ["add"], ["mul"], ["sub"]])
     assert counter.frame_count == 11
 
 
@@ -782,15 +831,19 @@ def test_a_closure_holding_its_own_function_is_captured_without_recursion():
     assert counter.frame_count == 1
 
 
-def test_a_list_containing_itself_does_not_crash_the_tracer():
+def test_a_list_containing_itself_does_not_crash_the_tracer(caplog):
     cyclic = []
     cyclic.append(cyclic)
 
     def f(x, items):
         return x + len(items)
 
-    out = bytegraph.compile(f, backend="eager")(torch.ones(2), cyclic)
+    backend = RecordingBackend()
+    with caplog.at_level(logging.INFO, "bytegraph.graph_breaks"):
+        out = bytegraph.compile(f, backend=backend)(torch.ones(2), cyclic)
     assert torch.equal(out, torch.full((2,), 2.0))
+    # Wrapping the argument stops at a fixed depth: a break, and the frame runs eagerly.
+    assert backend.calls() == [] and "(cyclic_value)" in caplog.text
 
 
 def _decorated(func):

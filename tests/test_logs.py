@@ -12,6 +12,7 @@ import torch
 
 import bytegraph
 from bytegraph import _logging
+from bytegraph.testing import CompileCounterWithBackend, count_ops
 from bytegraph.examples import foo1
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,9 +31,13 @@ def add_relu(a, b):
     return torch.relu(a + b)
 
 
-def _run(fn, *args, backend="eager"):
-    result = bytegraph.compile(fn, backend=backend)(*args)
+def _run(fn, *args, backend=None):
+    """Runs fn compiled and eagerly (same result); returns the graphs' op counts (none are
+    counted for a named backend, whose name the logs must show)."""
+    counter = CompileCounterWithBackend("eager")
+    result = bytegraph.compile(fn, backend=backend or counter)(*args)
     torch.testing.assert_close(result, fn(*args))
+    return [count_ops(gm) for gm in counter.graphs]
 
 
 def _lines(text, prefix):
@@ -239,12 +244,12 @@ def test_output_code_artifact_shows_inductor_generated_code(capsys):
 
 def test_output_code_is_silent_for_backends_without_code(capsys):
     bytegraph.set_logs(output_code=True)
-    _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
+    assert _run(add_relu, torch.ones(2, 3), torch.ones(2, 3)) == [2]
     assert "OUTPUT CODE" not in capsys.readouterr().err
 
 
 def test_everything_off_prints_nothing(capsys):
-    _run(foo1, torch.ones(3), -torch.ones(3))
+    assert _run(foo1, torch.ones(3), -torch.ones(3)) == [3, 1]
     assert capsys.readouterr().err == ""
     assert _logging._handler not in logging.getLogger("bytegraph").handlers
 

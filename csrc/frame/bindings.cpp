@@ -139,11 +139,19 @@ void bind_frame(nb::module_& m) {
     return reasons;
   }, "Why each cache entry of the frame being compiled on this thread did not match.");
   sub.def("set_propagated_error_type", [](nb::handle type) {
-    if (!type.is_none() && !PyExceptionClass_Check(type.ptr())) {
-      throw PythonError::make(PyExc_TypeError, "set_propagated_error_type needs an exception class or None");
+    bool valid = type.is_none() || PyExceptionClass_Check(type.ptr());
+    if (!valid && PyTuple_Check(type.ptr())) {
+      valid = true;
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(type.ptr()); ++i)
+        valid = valid && PyExceptionClass_Check(PyTuple_GET_ITEM(type.ptr(), i));
+    }
+    if (!valid) {
+      throw PythonError::make(PyExc_TypeError,
+                              "set_propagated_error_type needs an exception class, a tuple of them, or None");
     }
     frame::set_propagated_error_type(type.is_none() ? nullptr : type.ptr());
   }, nb::arg("type").none());
+  sub.attr("PROPAGATE_ATTRIBUTE") = kPropagateAttribute;
   sub.def("stats", &stats);
   sub.def("reset_stats", &frame::reset_hook_stats);
 }

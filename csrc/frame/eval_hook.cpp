@@ -8,6 +8,7 @@
 #include "frame/frame_view.h"
 #include "frame/thread_state.h"
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::frame {
 namespace {
@@ -71,7 +72,7 @@ std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameV
 }
 
 void log_compile_failure(PyCodeObject* code, PyObject* error) {
-  py::Ref<> logging = check(PyImport_ImportModule("logging"));
+  py::Ref<> logging = import_module("logging");
   py::Ref<> logger = check(PyObject_CallMethod(logging.get(), "getLogger", "s", "bytegraph"));
   py::Ref<> warning = check(PyObject_GetAttrString(logger.get(), "warning"));
   py::Ref<> args = check(Py_BuildValue(
@@ -81,21 +82,39 @@ void log_compile_failure(PyCodeObject* code, PyObject* error) {
   check(PyObject_Call(warning.get(), args.get(), kwargs.get()));
 }
 
-// Called from a catch block. Leaves the error raised (re-raise mode) or marks the code
-// skipped, logs once per code object and clears every Python error it saw.
+// With the compile error raised: whether it reaches the caller instead of falling back.
+// Interrupts (KeyboardInterrupt, SystemExit: not Exceptions) always do; so do errors of the
+// propagated type and errors the compiler marked with kPropagateAttribute.
+bool error_reaches_caller() {
+  if (g_raise_on_compile_error || !PyErr_ExceptionMatches(PyExc_Exception)) return true;
+  if (g_propagated_error_type != nullptr && PyErr_ExceptionMatches(g_propagated_error_type)) return true;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  int marked = value != nullptr ? PyObject_HasAttrString(value, kPropagateAttribute) : 0;
+  PyErr_Restore(type, value, traceback);
+  return marked == 1;
+}
+
+// Called from a catch block. Leaves the error raised (see error_reaches_caller) or marks
+// the code skipped, logs once per code object and clears every Python error it saw.
 void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) noexcept {
   g_stats.compile_failures++;
   set_python_error_from_current_exception();
-  if (g_raise_on_compile_error) return;
-  if (g_propagated_error_type != nullptr && PyErr_ExceptionMatches(g_propagated_error_type)) return;
-  PythonError error = PythonError::fetch();
+  if (error_reaches_caller()) return;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  py::Ref<> error = py::Ref<>::steal(value);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
   HookSuspension hook_off(state);  // logging runs Python code
   try {
     CodeCache& cache = CodeCache::ensure(code);
     cache.set_skipped(true);
     if (!cache.failure_logged()) {
       cache.set_failure_logged();
-      log_compile_failure(code, error.value());
+      log_compile_failure(code, error ? error.get() : Py_None);
     }
   } catch (...) {
     // Logging itself failed (e.g. a broken handler): nothing more we can report safely.

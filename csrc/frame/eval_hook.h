@@ -12,16 +12,22 @@
 
 #include <Python.h>
 
+#include "python/errors.h"
+
 namespace bytegraph::frame {
 
 void install_hook();
 void uninstall_hook();
 bool is_hook_installed();
 
-// On a compile failure: false (default) logs, marks the code skipped and runs the frame
-// unmodified; true re-raises the error from the call instead.
-// Compile errors that are instances of `type` (an exception class, or null for none) reach
-// the caller instead of falling back to the unmodified frame.
+// What a compile failure (the compiler raised, or returned something unusable) does: log
+// once, mark the code skipped and run the frame unmodified; or leave the error raised so
+// that the call fails with it. The error reaches the caller when
+// - it is not an Exception (KeyboardInterrupt, SystemExit): always;
+// - it is an instance of the propagated type (an exception class or a tuple of them);
+// - the exception carries the attribute kPropagateAttribute (the compile path's choice,
+//   e.g. per bytegraph.config.suppress_errors);
+// - raise_on_compile_error is on (for tests: every failure raises).
 void set_propagated_error_type(PyObject* type /* borrowed */);
 void set_raise_on_compile_error(bool raise);
 bool raise_on_compile_error();

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::frame {
 namespace {
@@ -74,7 +75,7 @@ py::Ref<> locals_dict_from_values(PyCodeObject* code, const guards::FrameValues&
 
 py::Ref<> make_frame_info(PyCodeObject* code, PyObject* function, PyObject* globals,
                           PyObject* builtins, py::Ref<> locals) {
-  py::Ref<> types = check(PyImport_ImportModule("types"));
+  py::Ref<> types = import_module("types");
   py::Ref<> namespace_type = check(PyObject_GetAttrString(types.get(), "SimpleNamespace"));
   py::Ref<> fields = check(PyDict_New());
   auto set = [&](const char* name, PyObject* value) {

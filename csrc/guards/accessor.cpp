@@ -27,6 +27,7 @@ std::string Accessor::explain(PyObject* parent, const FrameValues& frame) const 
   try {
     value = fetch_for_child(parent, frame);
   } catch (PythonError& error) {
+    if (error.is_interrupt()) throw;
     return child_->repr() + ": raised " + error.what();
   }
   if (!value) return child_->repr() + ": " + missing_reason();
@@ -154,6 +155,9 @@ class ItemAccessor final : public Accessor {
       // such item; only slices are valid there besides integers.
       if (!PyLong_Check(key_.get()) && !PySlice_Check(key_.get())) return Fetched::missing();
     }
+    // A value that cannot be subscripted at all (a function's __closure__ that is None now)
+    // has no such item: the guard fails instead of raising.
+    if (!PyMapping_Check(parent) && !PySequence_Check(parent)) return Fetched::missing();
     return mapping_item(parent, key_.get());
   }
   const char* missing_reason() const override { return "item missing"; }

@@ -4,6 +4,7 @@
 // These leaves sit on the tree's root and ignore the (absent) root value.
 #include "guards/leaf_guard.h"
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::guards {
 
@@ -12,7 +13,7 @@ namespace {
 // torch._C.is_grad_enabled, looked up once: the check is one C call returning a bool singleton.
 PyObject* is_grad_enabled_function() {
   static PyObject* function = [] {
-    py::Ref<> torch_c = check(PyImport_ImportModule("torch._C"));
+    py::Ref<> torch_c = import_module("torch._C");
     return check(PyObject_GetAttrString(torch_c.get(), "is_grad_enabled")).release();  // immortal here
   }();
   return function;

@@ -58,6 +58,7 @@ std::string GuardManager::explain(PyObject* value, const FrameValues& frame) con
     try {
       if (!leaf->check(value)) return leaf->explain(value, repr_);
     } catch (PythonError& error) {
+      if (error.is_interrupt()) throw;
       return leaf->describe(repr_) + " raised " + error.what();
     }
   }

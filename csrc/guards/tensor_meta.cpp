@@ -3,6 +3,7 @@
 #include <string>
 
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::guards {
 
@@ -24,7 +25,7 @@ const PyGetSetDef* getset_of(const py::Ref<>& descriptor, const char* name) {
 }  // namespace
 
 void TensorMeta::load() {
-  py::Ref<> torch_c = check(PyImport_ImportModule("torch._C"));
+  py::Ref<> torch_c = import_module("torch._C");
   py::Ref<> base = check(PyObject_GetAttrString(torch_c.get(), "TensorBase"));
   if (!PyType_Check(base.get())) {
     throw PythonError::make(PyExc_TypeError, "torch._C.TensorBase is not a type");

@@ -127,13 +127,6 @@ void bind_introspect(nb::module_& m) {
   bind_symbolic_value(introspect);
   bind_comptime_state(introspect);
   trace::set_comptime_context_factory(make_python_context);
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (trace::ComptimeError& error) {
-      error.restore();
-    }
-  });
 }
 
 }  // namespace bytegraph

@@ -13,17 +13,12 @@ namespace {
 
 nb::object borrow(const py::Ref<>& ref) { return ref ? nb::borrow(ref.get()) : nb::none(); }
 
-// Raises bytegraph._C.Unsupported carrying `kind`, `message`, `user_stack` and, after a
-// rollback, `partial` (the TraceResult of everything before the break).
-[[noreturn]] void raise_unsupported(const std::string& kind, const std::string& message,
-                                    const std::vector<std::string>& user_stack, nb::object partial) {
-  nb::object type = nb::module_::import_("bytegraph._C").attr("Unsupported");
-  nb::object error = type(kind + ": " + message);
-  error.attr("kind") = kind;
-  error.attr("message") = message;
-  error.attr("user_stack") = nb::cast(user_stack);
-  error.attr("partial") = partial;
-  PyErr_SetObject(type.ptr(), error.ptr());
+// Raises bytegraph._C.Unsupported for a break (python/errors.h: kind, message, hint,
+// user_stack) with, after a rollback, `partial`: the TraceResult of everything before it.
+[[noreturn]] void raise_unsupported(const Unsupported& error, nb::object partial) {
+  py::Ref<> instance = unsupported_exception(error);
+  check_status(PyObject_SetAttrString(instance.get(), "partial", partial.ptr()));
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.get())), instance.get());
   throw nb::python_error();
 }
 
@@ -63,12 +58,9 @@ void add_break_state(nb::object info, const trace::BreakState& state) {
 // partial result) at a break unless `allow_graph_break`.
 template <class Trace>
 nb::object finish_trace(Trace run, bool allow_graph_break) {
-  trace::TraceResult result;
-  try {
-    result = run();
-  } catch (const Unsupported& error) {
-    raise_unsupported(error.kind(), error.what(), {}, nb::none());
-  }
+  // An Unsupported thrown outside any instruction (nothing to roll back to) reaches Python
+  // through the translator, with no partial result.
+  trace::TraceResult result = run();
   if (result.graph_break && !allow_graph_break) {
     // The partial result travels as a plain namespace: exceptions outlive their handlers in
     // tracebacks, and a plain object keeps no C++ state alive.
@@ -81,7 +73,9 @@ nb::object finish_trace(Trace run, bool allow_graph_break) {
     partial.attr("guards") = nb::cast(result.guards);
     partial.attr("graph_break") = break_info(result.graph_break);
     const trace::BreakInfo& info = *result.graph_break;
-    raise_unsupported(info.kind, info.message, info.user_stack, partial);
+    Unsupported error(info.kind, info.message);
+    error.set_user_stack(info.user_stack);
+    raise_unsupported(error, partial);
   }
   return nb::cast(std::move(result));
 }
@@ -127,7 +121,7 @@ void bind_trace(nb::module_& m) {
       nb::arg("fn"), nb::arg("args") = nb::tuple(), nb::arg("kwargs") = nb::dict(),
       nb::arg("allow_graph_break") = false, nb::arg("log").none() = nb::none(),
       "Traces fn(*args, **kwargs) symbolically. Raises bytegraph._C.Unsupported (with .kind, "
-      ".message, .user_stack and .partial, the result up to the break) where tracing stops, "
+      ".message, .hint, .user_stack and .partial, the result up to the break) where tracing stops, "
       "unless allow_graph_break, in which case the result's graph_break describes the stop. "
       "log(line), if given, receives a TRACE line (opcode, argument, symbolic stack) per instruction.");
   trace.def(

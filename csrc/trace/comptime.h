@@ -88,14 +88,9 @@ void set_comptime_context_factory(ComptimeContextFactory factory);
 
 // A Python exception raised by a comptime function: it reaches the user as raised, instead
 // of becoming a graph break as exceptions of traced code do.
-class ComptimeError : public std::exception {
+class ComptimeError : public UserCodeError {
  public:
-  explicit ComptimeError(PythonError error) : error_(std::move(error)) {}
-  const char* what() const noexcept override { return error_.what(); }
-  void restore() { error_.restore(); }
-
- private:
-  PythonError error_;
+  using UserCodeError::UserCodeError;
 };
 
 // The `comptime` marker function itself (bytegraph.comptime), as the tracer sees it.

@@ -86,6 +86,8 @@ void log_instruction(Tracer& tracer, const FrameState& frame, const bytecode::In
   check(PyObject_CallOneArg(tracer.log.get(), text.get()));
 }
 
+constexpr const char* kInternalErrorMark = " (while tracing ";
+
 // Runs one instruction; on a break, the innermost frame records the user stack.
 void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) {
   if (tracer.log) log_instruction(tracer, frame, inst);
@@ -97,8 +99,14 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
       handler(tracer, frame, inst);
     } catch (PythonError& error) {
       // Python code the tracer ran for real raised (an index out of range, a missing key):
-      // the real call would raise there too, so stop before this instruction.
+      // the real call would raise there too, so stop before this instruction. An interrupt
+      // (KeyboardInterrupt) is no property of the code: it reaches the caller.
+      if (error.is_interrupt()) throw;
       unsupported("python_error", error.what());
+    } catch (const InternalError& error) {
+      // A tracer bug: name the user's line it happened on (once, at the innermost frame).
+      if (std::strstr(error.what(), kInternalErrorMark) != nullptr) throw;
+      throw InternalError(std::string(error.what()) + kInternalErrorMark + frame_location(frame) + ")");
     }
   } catch (const Unsupported& error) {
     if (tracer.pending_user_stack.empty())

@@ -1,6 +1,8 @@
 #include "trace/trace.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "record/trace_events.h"
 #include "trace/interpreter.h"
@@ -78,8 +80,19 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   return trace_frame(function, slots.data(), count, log);
 }
 
+// BYTEGRAPH_TEST_TRACER=raise|break makes every trace fail (an internal error) or break before
+// its first instruction: a switch for checking that the tests notice when nothing is captured.
+static void apply_test_switch() {
+  const char* mode = std::getenv("BYTEGRAPH_TEST_TRACER");
+  if (mode == nullptr || *mode == '\0') return;
+  if (std::strcmp(mode, "raise") == 0) throw InternalError("the tracer fails on purpose (BYTEGRAPH_TEST_TRACER=raise)");
+  if (std::strcmp(mode, "break") == 0) throw Unsupported("forced_by_test", "every frame breaks (BYTEGRAPH_TEST_TRACER=break)");
+  throw InternalError(std::string("BYTEGRAPH_TEST_TRACER must be 'raise' or 'break', not '") + mode + "'");
+}
+
 TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log) {
   if (!PyFunction_Check(function)) throw PythonError::make(PyExc_TypeError, "trace_frame needs a Python function");
+  apply_test_switch();
   // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
   const Bridge& bridge = Bridge::get();
   py::Ref<> grad_enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));

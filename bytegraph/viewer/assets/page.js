@@ -159,16 +159,28 @@
     clear(links);
     if (frame.parent !== null && frame.parent !== undefined) {
       var back = frame.parent_step === null ? 0 : frame.parent_step;
-      var up = el("a", null, "\u2191 back to the caller, " + frames[frame.parent].name + " (frame " + frame.parent + ", step " + back + ")");
-      up.href = hashFor(frame.parent, back);
-      links.appendChild(up);
+      links.appendChild(stepLink("\u2191 back to the caller, " + frames[frame.parent].name + " (frame " + frame.parent +
+                                 ", step " + back + ")", frame.parent, back));
     }
     frames.forEach(function (other, index) {
       if (other.parent !== state.frame || other.parent_step !== state.step) return;
-      var down = el("a", null, "\u2193 step into " + other.name + " (frame " + index + ", " + other.steps.length + " steps)");
-      down.href = hashFor(index, 0);
-      links.appendChild(down);
+      links.appendChild(stepLink("\u2193 step into " + other.name + " (frame " + index + ", " + other.steps.length +
+                                 " steps)", index, 0));
     });
+  }
+
+  // A link to a step. A plain click shows the step at once: left to the address change
+  // alone, the page would show the new address with the old step until the (later)
+  // hashchange event. Clicks that open a new tab or window keep the link's default.
+  function stepLink(text, frame, step) {
+    var link = el("a", null, text);
+    link.href = hashFor(frame, step);
+    link.addEventListener("click", function (event) {
+      if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+      event.preventDefault();
+      go(frame, step);
+    });
+    return link;
   }
 
   function renderSource(step) {

@@ -1,0 +1,22 @@
+"""Suite-wide switches.
+
+Every compile failure raises: `config.suppress_errors` is off whatever the environment says,
+and the frame hook re-raises what a compile callback raised instead of running the frame
+unmodified. A test that captures nothing because of a bug then fails instead of passing on
+the eager fallback. Tests of the fallback itself turn it back on locally
+(`bytegraph._frame.raise_on_compile_error(False)`, `config.patch(suppress_errors=True)`).
+"""
+
+import pytest
+
+import bytegraph
+from bytegraph import _frame
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _compile_errors_raise():
+    saved = bytegraph.config.save()
+    bytegraph.config.suppress_errors = False
+    with _frame.raise_on_compile_error(True):
+        yield
+    bytegraph.config.restore(saved)
