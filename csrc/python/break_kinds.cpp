@@ -9,6 +9,8 @@ namespace {
 // Sorted by name (checked by a unit test); one line of advice each, addressed to the user
 // whose code broke the graph.
 constexpr std::array kBreakKinds = {
+    BreakKind{"attribute_error", "the attribute does not exist when traced (AttributeError); it runs eagerly so "
+                                 "the error is raised, or caught, as Python does"},
     BreakKind{"bad_call", "the call would raise a TypeError (wrong arguments); it runs eagerly so the error is "
                           "raised as Python raises it"},
     BreakKind{"comptime", "pass comptime() a function of one argument; its helpers need values known at compile "
