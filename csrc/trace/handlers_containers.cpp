@@ -1,6 +1,8 @@
 // Building and unpacking tuples, lists, dicts, slices and strings.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/values/sets.h"
+#include "trace/values/strings.h"
 
 namespace bytegraph::trace {
 
@@ -33,6 +35,33 @@ void build_const_key_map(Tracer&, FrameState& frame, const Instruction& inst) {
   for (size_t i = 0; i < values.size(); ++i)
     dict->set_item(PyTuple_GET_ITEM(keys->constant(), static_cast<Py_ssize_t>(i)), values[i]);
   frame.push(dict);
+}
+
+void build_set(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  Args items = frame.pop_n(inst.arg);
+  frame.push(make_set(tracer, false, items));
+}
+
+SetValue& set_at(FrameState& frame, int depth) {
+  auto* set = dynamic_cast<SetValue*>(frame.top(depth).get());
+  if (set == nullptr) throw InternalError("expected a set on the stack");
+  return *set;
+}
+
+void set_add(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr item = frame.pop();
+  tracer.journal.save(frame.top(inst.arg - 1));
+  set_at(frame, inst.arg - 1).add(tracer, item);
+}
+
+// {*a, *b} and {1, 2, 3} (the constants arrive as one frozenset).
+void set_update(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr iterable = frame.pop();
+  auto items = iterable->unpack(tracer);
+  if (!items) unsupported("unsupported_iteration", "a set of the items of " + iterable->repr());
+  tracer.journal.save(frame.top(inst.arg - 1));
+  SetValue& set = set_at(frame, inst.arg - 1);
+  for (const auto& item : *items) set.add(tracer, item);
 }
 
 void build_slice(Tracer&, FrameState& frame, const Instruction& inst) {
@@ -132,19 +161,11 @@ void unpack_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   for (size_t i = before; i-- > 0;) frame.push((*items)[i]);
 }
 
-void format_value(Tracer&, FrameState& frame, const Instruction& inst) {
+void format_value(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? frame.pop() : nullptr;
   ValuePtr value = frame.pop();
-  if (!value->is_constant() || (spec && !spec->is_constant()))
-    unsupported("unsupported_format", "formatting " + value->repr());
-  py::Ref<> object = py::Ref<>::newref(value->constant());
-  switch (inst.arg & 0x03) {
-    case 1: object = check(PyObject_Str(object.get())); break;
-    case 2: object = check(PyObject_Repr(object.get())); break;
-    case 3: object = check(PyObject_ASCII(object.get())); break;
-    default: break;
-  }
-  frame.push(ConstantValue::make(check(PyObject_Format(object.get(), spec ? spec->constant() : nullptr))));
+  static const char conversions[] = {0, 's', 'r', 'a'};
+  frame.push(trace::format_value(tracer, value, conversions[inst.arg & 0x03], spec));
 }
 
 void build_string(Tracer&, FrameState& frame, const Instruction& inst) {
@@ -165,6 +186,9 @@ void register_container_handlers(HandlerTable& table) {
   table.add("BUILD_MAP", build_map);
   table.add("BUILD_CONST_KEY_MAP", build_const_key_map);
   table.add("BUILD_SLICE", build_slice);
+  table.add("BUILD_SET", build_set);
+  table.add("SET_ADD", set_add);
+  table.add("SET_UPDATE", set_update);
   table.add("LIST_APPEND", list_append);
   table.add("LIST_EXTEND", list_extend);
   table.add("LIST_TO_TUPLE", list_to_tuple);

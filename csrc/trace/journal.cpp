@@ -16,7 +16,7 @@ void Journal::save(const ValuePtr& value) {
     saved.contents = cell->contents;
   } else if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
     saved.position = iterator->position();
-  } else {
+  } else if (!(saved.restore = value->saved_state())) {
     throw InternalError("journal: " + value->repr() + " is not a mutable value");
   }
   entries_.push_back(std::move(saved));
@@ -35,6 +35,8 @@ void Journal::undo_to(size_t length) {
       cell->contents = std::move(saved.contents);
     } else if (auto* iterator = dynamic_cast<IteratorValue*>(value)) {
       iterator->set_position(saved.position);
+    } else if (saved.restore) {
+      saved.restore();
     }
     entries_.pop_back();
   }

@@ -3,6 +3,7 @@
 // containers mutated during the abandoned instruction, including inside inlined calls.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "trace/value.h"
@@ -27,6 +28,7 @@ class Journal {
     Args values;                  // DictValue
     ValuePtr contents;            // CellValue
     size_t position = 0;          // IteratorValue
+    std::function<void()> restore;  // other kinds: Value::saved_state()
   };
   std::vector<Saved> entries_;
 };

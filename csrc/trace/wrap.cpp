@@ -3,6 +3,7 @@
 // trace relies on.
 #include "trace/comptime.h"
 #include "trace/tracer.h"
+#include "trace/values/partial.h"
 
 namespace bytegraph::trace {
 
@@ -226,6 +227,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
     case ObjectKind::Class:
     case ObjectKind::Unknown:
+      if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
       guards.add(K::Id, source, real);
       return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
   }

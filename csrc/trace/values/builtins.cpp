@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "trace/operators.h"
+#include "trace/values/builtin_iteration.h"
+#include "trace/values/strings.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -111,6 +113,15 @@ ValuePtr call_getattr(Tracer& tracer, const Args& args) {
   return args[0]->get_attr(tracer, name);
 }
 
+// Values of builtin types without an instance dict (containers, views, generators, functions
+// made in the trace): their attributes are their type's.
+PyObject* attributes_from_type(const ValuePtr& value) {
+  if (value->real_object() || value->is_constant() || value->is_tensor()) return nullptr;
+  auto* type = reinterpret_cast<PyTypeObject*>(value->python_type());
+  if (type == nullptr || (type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;
+  return type->tp_dictoffset == 0 || type == &PyFunction_Type ? (PyObject*)type : nullptr;
+}
+
 ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
     unsupported("unsupported_call", "hasattr with a non-constant name");
@@ -118,12 +129,34 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   if (args[0]->is_constant()) return make_bool(PyObject_HasAttr(args[0]->constant(), args[1]->constant()));
   if (auto* tensor = dynamic_cast<TensorValue*>(args[0].get()))
     return make_bool(PyObject_HasAttr(tensor->fake(), args[1]->constant()));
+  if (PyObject* type = attributes_from_type(args[0])) return make_bool(PyObject_HasAttr(type, args[1]->constant()));
   try {
     args[0]->get_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
     return make_bool(true);
   } catch (const Unsupported&) {
     unsupported("unsupported_call", "hasattr on " + args[0]->repr());
   }
+}
+
+ValuePtr call_issubclass(Tracer& tracer, const Args& args) {
+  PyObject* cls = args[0]->is_constant() ? args[0]->constant() : args[0]->real_object();
+  if (cls == nullptr || !PyType_Check(cls)) unsupported("unsupported_call", "issubclass of " + args[0]->repr());
+  py::Ref<> classes = class_object(tracer, args[1]);
+  int result = PyObject_IsSubclass(cls, classes.get());
+  check_status(result);
+  return make_bool(result == 1);
+}
+
+// callable(x): decided by the type (tp_call), known for every kind the tracer calls.
+ValuePtr call_callable(const ValuePtr& value) {
+  if (value->is_constant()) return make_bool(PyCallable_Check(value->constant()));
+  if (value->is_tensor()) return make_bool(false);
+  if (PyObject* real = value->real_object()) return make_bool(PyCallable_Check(real));
+  if (value->bound_attribute().first || dynamic_cast<UserFunctionValue*>(value.get()) ||
+      dynamic_cast<BoundMethodValue*>(value.get()))
+    return make_bool(true);
+  if (PyObject* type = value->python_type()) return make_bool(reinterpret_cast<PyTypeObject*>(type)->tp_call != nullptr);
+  unsupported("unsupported_call", "callable() of " + value->repr());
 }
 
 ValuePtr call_enumerate(Tracer& tracer, const Args& args) {
@@ -256,16 +289,15 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
   if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
   if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
-  if (function == builtin("iter") && args.size() == 1)
-    return std::make_shared<IteratorValue>(unpack_or_fail(tracer, args[0], "iter"));
-  if (function == builtin("next") && args.size() == 1) {
-    auto* iterator = dynamic_cast<IteratorValue*>(args[0].get());
-    if (!iterator) unsupported("unsupported_call", "next() of " + args[0]->repr());
-    tracer.journal.save(args[0]);
-    ValuePtr item = iterator->next();
-    if (!item) unsupported("stop_iteration", "next() on an exhausted iterator");
-    return item;
-  }
+  if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
+  if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
+  if (function == builtin("id")) unsupported("unsupported_builtin", "id() is the object's address at run time");
+  if ((function == builtin("str") || function == builtin("repr") || function == builtin("ascii")) && args.size() == 1 &&
+      kwargs.empty() && !all_constant(args))
+    return stringify(tracer, args[0], function == builtin("str") ? 's' : function == builtin("repr") ? 'r' : 'a');
+  if (function == builtin("format") && (args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args))
+    return format_value(tracer, args[0], 0, args.size() == 2 ? args[1] : nullptr);
+  if (ValuePtr result = call_iteration_builtin(tracer, function, args, kwargs)) return result;
   if (function == builtin("enumerate") && !args.empty()) return call_enumerate(tracer, args);
   if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
   if (function == builtin("super")) return call_super(tracer, args);
