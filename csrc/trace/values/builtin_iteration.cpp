@@ -40,6 +40,28 @@ ValuePtr any_or_all(Tracer& tracer, const ValuePtr& iterable, bool any) {
   return make_bool(!any);
 }
 
+// min()/max() with key=: the first item whose key is smallest (largest), as the builtins pick.
+ValuePtr extremum(Tracer& tracer, const Args& items, const ValuePtr& key, const ValuePtr& fallback, bool smallest) {
+  if (items.empty()) {
+    if (fallback) return fallback;
+    unsupported("value_error", std::string(smallest ? "min" : "max") + "() of an empty sequence");
+  }
+  std::vector<py::Ref<>> keys;
+  for (const auto& item : items) {
+    ValuePtr value = key ? key->call(tracer, {item}, {}) : item;
+    py::Ref<> real = constant_of(value);
+    if (!real) unsupported("unsupported_call", "min/max by " + value->repr() + ", which is not a constant");
+    keys.push_back(std::move(real));
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < keys.size(); ++i) {
+    int better = PyObject_RichCompareBool(keys[i].get(), keys[best].get(), smallest ? Py_LT : Py_GT);
+    check_status(better);
+    if (better) best = i;
+  }
+  return items[best];
+}
+
 bool is_str_join(PyObject* function) {
   if (!PyCFunction_Check(function)) return false;
   PyObject* self = PyCFunction_GET_SELF(function);
@@ -68,6 +90,16 @@ ValuePtr call_iteration_builtin(Tracer& tracer, PyObject* function, const Args& 
     }
     return std::make_shared<SequenceValue>(true, sort_items(tracer, items_of(tracer, args[0], "sorted"), key, reverse));
   }
+  if ((is(function, "min") || is(function, "max")) && !args.empty() && !kwargs.empty()) {
+    ValuePtr key, fallback;
+    for (const auto& [name, value] : kwargs) {
+      if (name == "key") key = value->is_constant() && value->constant() == Py_None ? nullptr : value;
+      else if (name == "default" && args.size() == 1) fallback = value;
+      else unsupported("unsupported_call", std::string(is(function, "min") ? "min" : "max") + "() with " + name + "=");
+    }
+    Args items = args.size() == 1 ? items_of(tracer, args[0], "min/max") : args;
+    return extremum(tracer, items, key, fallback, is(function, "min"));
+  }
   if (is(function, "reversed") && args.size() == 1 && kwargs.empty()) {
     if (args[0]->is_iterator()) unsupported("unsupported_call", "reversed() of an iterator");
     Args items = items_of(tracer, args[0], "reversed");
@@ -78,13 +110,23 @@ ValuePtr call_iteration_builtin(Tracer& tracer, PyObject* function, const Args& 
     return make_map(tracer, args[0], Args(args.begin() + 1, args.end()));
   if (is(function, "filter") && args.size() == 2 && kwargs.empty()) return make_filter(tracer, args[0], args[1]);
   if (is(function, "zip") && kwargs.empty() && any_lazy(args)) return make_lazy_zip(tracer, args);
-  if (is(function, "enumerate") && !args.empty() && args.size() <= 2 && kwargs.empty() && any_lazy({args[0]})) {
-    long start = 0;
-    if (args.size() == 2) {
-      if (!args[1]->is_constant() || !PyLong_Check(args[1]->constant())) unsupported("unsupported_call", "enumerate() start");
-      start = PyLong_AsLong(args[1]->constant());
+  if (is(function, "enumerate") && (args.size() == 1 || args.size() == 2)) {
+    ValuePtr start_value = args.size() == 2 ? args[1] : nullptr;
+    for (const auto& [name, value] : kwargs) {
+      if (name != "start" || start_value) unsupported("bad_call", "enumerate() arguments");
+      start_value = value;
     }
-    return make_lazy_enumerate(tracer, args[0], start);
+    long start = 0;
+    if (start_value) {
+      if (!start_value->is_constant() || !PyLong_Check(start_value->constant()))
+        unsupported("unsupported_call", "enumerate() start " + start_value->repr());
+      start = PyLong_AsLong(start_value->constant());
+    }
+    if (any_lazy({args[0]})) return make_lazy_enumerate(tracer, args[0], start);
+    Args rows;
+    for (auto& item : items_of(tracer, args[0], "enumerate"))
+      rows.push_back(std::make_shared<SequenceValue>(false, Args{ConstantValue::make(check(PyLong_FromLong(start++))), item}));
+    return std::make_shared<IteratorValue>(std::move(rows));
   }
   if ((is(function, "set") || is(function, "frozenset")) && args.size() <= 1 && kwargs.empty()) {
     bool frozen = is(function, "frozenset");

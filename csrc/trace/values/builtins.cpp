@@ -102,17 +102,6 @@ ValuePtr call_isinstance(Tracer& tracer, const Args& args) {
   return make_bool(result == 1);
 }
 
-ValuePtr call_getattr(Tracer& tracer, const Args& args) {
-  if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
-    unsupported("unsupported_call", "getattr with a non-constant name");
-  std::string name = PyUnicode_AsUTF8(args[1]->constant());
-  if (args.size() == 3) {
-    if (PyObject* real = args[0]->real_object(); real && !PyObject_HasAttrString(real, name.c_str()))
-      return args[2];
-  }
-  return args[0]->get_attr(tracer, name);
-}
-
 // Values of builtin types without an instance dict (containers, views, generators, functions
 // made in the trace): their attributes are their type's.
 PyObject* attributes_from_type(const ValuePtr& value) {
@@ -120,6 +109,19 @@ PyObject* attributes_from_type(const ValuePtr& value) {
   auto* type = reinterpret_cast<PyTypeObject*>(value->python_type());
   if (type == nullptr || (type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;
   return type->tp_dictoffset == 0 || type == &PyFunction_Type ? (PyObject*)type : nullptr;
+}
+
+ValuePtr call_getattr(Tracer& tracer, const Args& args) {
+  if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
+    unsupported("unsupported_call", "getattr with a non-constant name");
+  std::string name = PyUnicode_AsUTF8(args[1]->constant());
+  if (args.size() == 3) {
+    if (PyObject* real = args[0]->real_object(); real && !PyObject_HasAttrString(real, name.c_str()))
+      return args[2];
+    if (PyObject* type = attributes_from_type(args[0]); type && !PyObject_HasAttrString(type, name.c_str()))
+      return args[2];
+  }
+  return args[0]->get_attr(tracer, name);
 }
 
 ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
@@ -157,15 +159,6 @@ ValuePtr call_callable(const ValuePtr& value) {
     return make_bool(true);
   if (PyObject* type = value->python_type()) return make_bool(reinterpret_cast<PyTypeObject*>(type)->tp_call != nullptr);
   unsupported("unsupported_call", "callable() of " + value->repr());
-}
-
-ValuePtr call_enumerate(Tracer& tracer, const Args& args) {
-  long start = args.size() > 1 && args[1]->is_constant() ? PyLong_AsLong(args[1]->constant()) : 0;
-  Args items;
-  long index = start;
-  for (auto& item : unpack_or_fail(tracer, args[0], "enumerate"))
-    items.push_back(std::make_shared<SequenceValue>(false, Args{make_int(index++), item}));
-  return std::make_shared<IteratorValue>(std::move(items));
 }
 
 ValuePtr call_zip(Tracer& tracer, const Args& args) {
@@ -298,7 +291,6 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("format") && (args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args))
     return format_value(tracer, args[0], 0, args.size() == 2 ? args[1] : nullptr);
   if (ValuePtr result = call_iteration_builtin(tracer, function, args, kwargs)) return result;
-  if (function == builtin("enumerate") && !args.empty()) return call_enumerate(tracer, args);
   if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
   if (function == builtin("super")) return call_super(tracer, args);
   if (function == builtin("type") && args.size() == 1 && args[0]->python_type())

@@ -13,6 +13,8 @@ namespace {
 // type's), so membership cannot run user code or depend on data.
 bool hashed_by_identity(PyObject* object) {
   PyTypeObject* type = Py_TYPE(object);
+  // Builtin functions hash and compare by their module and definition.
+  if (PyCFunction_CheckExact(object)) return PyCFunction_GET_SELF(object) == nullptr || PyModule_Check(PyCFunction_GET_SELF(object));
   bool identity_hash = type->tp_hash == PyBaseObject_Type.tp_hash || type->tp_hash == PyType_Type.tp_hash;
   bool identity_eq = type->tp_richcompare == PyBaseObject_Type.tp_richcompare ||
                      type->tp_richcompare == PyType_Type.tp_richcompare;
