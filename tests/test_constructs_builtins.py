@@ -33,6 +33,8 @@ def test_callable_getattr_hasattr_and_type():
             not callable(3), hasattr(d, "keys"), not hasattr(xs, "keys"), hasattr(layer, "weight"),
             hasattr(x, "shape"), not hasattr(3, "nope"), hasattr(math, "pi"),
             getattr(xs, "missing", None) is None, getattr(math, "tau") == 2 * math.pi,
+            getattr(None, "is_compileable", False) is False, getattr(x, "nope", 1) == 1,
+            getattr(3, "real") == 3,
             type(d) is dict, type(layer) is nn.Linear, type(x) is torch.Tensor,
         ]
         assert all(answers), answers

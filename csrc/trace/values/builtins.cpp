@@ -120,6 +120,9 @@ ValuePtr call_getattr(Tracer& tracer, const Args& args) {
       return args[2];
     if (PyObject* type = attributes_from_type(args[0]); type && !PyObject_HasAttrString(type, name.c_str()))
       return args[2];
+    if (args[0]->is_constant() && !PyObject_HasAttrString(args[0]->constant(), name.c_str())) return args[2];
+    if (auto* tensor = dynamic_cast<TensorValue*>(args[0].get()); tensor && !PyObject_HasAttrString(tensor->fake(), name.c_str()))
+      return args[2];
   }
   return args[0]->get_attr(tracer, name);
 }
