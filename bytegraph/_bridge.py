@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import enum
 import math
 import operator
 import types
@@ -162,6 +163,10 @@ _OP_NAMESPACES = ("_VariableFunctions", "_nn", "_linalg", "_fft", "_special", "_
 _OP_PYTHON_MODULES = ("torch.nn.functional", "torch.functional")
 
 
+# Py_TPFLAGS_HEAPTYPE: classes made by a class statement (or type()), not by C code.
+_HEAP_TYPE = 1 << 9
+
+
 def _collect_graph_ops():
     ids = set()
     for name in _OP_NAMESPACES:
@@ -226,10 +231,6 @@ def folded_result(fn):
     return entry[1]
 
 
-def _is_torch_module_name(module) -> bool:
-    return module == "torch" or module.startswith("torch.")
-
-
 def _is_graph_op(obj) -> bool:
     if id(obj) in _GRAPH_OP_IDS:
         return True
@@ -281,7 +282,7 @@ def _classify_callable(obj):
     """The class of a callable, or None if `obj` is not one the table knows."""
     if id(obj) in _FOLDED or id(obj) in _EXTRA_FOLDED:
         return "folded"
-    if getattr(obj, "_torchdynamo_disable", False) is True or getattr(obj, "_bytegraph_disable", False) is True:
+    if _marked(obj, "_torchdynamo_disable") or _marked(obj, "_bytegraph_disable"):
         return "disabled"
     if _is_dynamo_graph_break(obj):
         return "graph_break"
@@ -292,11 +293,21 @@ def _classify_callable(obj):
     return None
 
 
+def _marked(obj, name) -> bool:
+    """A marker set on a function (graph_break, comptime, disable wrappers), read without
+    running any attribute hook of other objects."""
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+    if not isinstance(obj, types.FunctionType):
+        return False
+    return obj.__dict__.get(name, False) is True
+
+
 def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names above."""
-    if getattr(obj, "_bytegraph_graph_break", False) is True:
+    if _marked(obj, "_bytegraph_graph_break"):
         return "graph_break"
-    if getattr(obj, "_bytegraph_comptime", False) is True:
+    if _marked(obj, "_bytegraph_comptime"):
         return "comptime"
     if obj is torch.no_grad or obj is torch.enable_grad:
         return "grad_mode"
@@ -304,7 +315,7 @@ def classify(obj) -> str:
         return "pure_function"
     if isinstance(obj, torch.Tensor):
         return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
-    if isinstance(obj, _CONSTANT_TYPES):
+    if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
     if type(obj) is frozenset and all(classify(item) == "constant" for item in obj):
         return "constant"
@@ -314,7 +325,7 @@ def classify(obj) -> str:
         return "tuple"
     if type(obj) is list:
         return "list"
-    if isinstance(obj, dict):
+    if type(obj) is dict:
         return "dict"
     if isinstance(obj, types.ModuleType):
         return "python_module"
@@ -338,7 +349,9 @@ def classify(obj) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return "builtin"
-        return "class"
+        return "user_class" if obj.__flags__ & _HEAP_TYPE else "class"
+    if type(obj).__flags__ & _HEAP_TYPE:
+        return "object"
     return "unknown"
 
 
@@ -510,19 +523,6 @@ def rebuild_output(tree, graph_outputs, resolve_source=None):
     raise TypeError(f"not an output description: {tree!r}")
 
 
-# Leaves of the plans that describe the state at a graph break (csrc/trace/break_state.h).
-class Null:
-    """The NULL of the call protocol, on the value stack."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "Null()"
-
-    def __eq__(self, other):
-        return isinstance(other, Null)
-
-
 class NamedTuple:
     """A named tuple (or torch.return_types structseq) built by `constructor(tuple(items))`."""
 
@@ -538,93 +538,16 @@ class NamedTuple:
         return isinstance(other, NamedTuple) and (other.constructor, other.items) == (self.constructor, self.items)
 
 
-class Iterator:
-    """A loop's iterator, rebuilt as an iterator over its remaining items (plans)."""
+class PlanView:
+    """A plan kind with no view class of its own (a NULL, an iterator, a bound method...)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("kind", "items")
 
-    def __init__(self, items):
-        self.items = list(items)
-
-    def __repr__(self):
-        return f"Iterator({self.items!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, Iterator) and other.items == self.items
-
-
-class Attr:
-    """Attribute `name` of the value `owner` (a plan) describes, read again."""
-
-    __slots__ = ("owner", "name")
-
-    def __init__(self, owner, name):
-        self.owner, self.name = owner, name
+    def __init__(self, kind, items):
+        self.kind, self.items = kind, list(items)
 
     def __repr__(self):
-        return f"Attr({self.owner!r}, {self.name!r})"
+        return f"PlanView({self.kind!r}, {self.items!r})"
 
     def __eq__(self, other):
-        return isinstance(other, Attr) and (other.owner, other.name) == (self.owner, self.name)
-
-
-class GradModeExit:
-    """The exit of a grad-mode `with` block open at the break; restores `previous`."""
-
-    __slots__ = ("previous",)
-
-    def __init__(self, previous):
-        self.previous = previous
-
-    def __repr__(self):
-        return f"GradModeExit({self.previous!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, GradModeExit) and other.previous == self.previous
-
-
-class EnterContext:
-    """`cls()` entered as by a `with` statement: generated code pushes its __exit__."""
-
-    __slots__ = ("cls",)
-
-    def __init__(self, cls):
-        self.cls = cls
-
-    def __repr__(self):
-        return f"EnterContext({self.cls.__name__})"
-
-    def __eq__(self, other):
-        return isinstance(other, EnterContext) and other.cls is self.cls
-
-
-class BoundMethod:
-    """A user method bound at run time: types.MethodType(function, self), both plans."""
-
-    __slots__ = ("function", "self")
-
-    def __init__(self, function, self_):
-        self.function, self.self = function, self_
-
-    def __repr__(self):
-        return f"BoundMethod({self.function!r}, {self.self!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, BoundMethod) and (other.function, other.self) == (self.function, self.self)
-
-
-class MakeFunction:
-    """A function made in the frame, made again: `code` with the frame's globals, its closure
-    read from the frame's cell/free variables `closure` (names), and plans for its defaults."""
-
-    __slots__ = ("code", "closure", "defaults", "kwdefaults")
-
-    def __init__(self, code, closure, defaults=None, kwdefaults=None):
-        self.code, self.closure, self.defaults, self.kwdefaults = code, tuple(closure), defaults, kwdefaults
-
-    def __repr__(self):
-        return f"MakeFunction({self.code.co_name}, closure={self.closure!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, MakeFunction) and (other.code, other.closure, other.defaults, other.kwdefaults) == (
-            self.code, self.closure, self.defaults, self.kwdefaults)
+        return isinstance(other, PlanView) and (other.kind, other.items) == (self.kind, self.items)

@@ -8,3 +8,11 @@ SCALE = 2
 
 def helper(x):
     return x * SCALE + BIAS
+
+COUNT = 0
+
+
+def bump(x):
+    global COUNT
+    COUNT += 1
+    return x * SCALE

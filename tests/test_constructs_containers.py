@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import bytegraph
-from tests._capture import breaks, capture
+from bytegraph.testing import CompileCounter
+from tests._capture import capture
 
 
 @pytest.fixture(autouse=True)
@@ -112,11 +113,18 @@ def test_isinstance_with_tuples_and_abcs():
     capture(f, torch.ones(2), 3, ops=1)
 
 
-def test_mutating_an_input_dict_is_still_a_break():
-    # Replaying mutations of inputs after the graph is not done here: it stays a break.
+def test_dict_methods_on_an_input_dict_are_written_back():
+    # The frame's own **kwargs-style dict: pop/setdefault/update change the caller's dict,
+    # replayed after the graph.
     def f(x, options):
-        options.pop("scale")
-        return x + 1
+        scale = options.pop("scale")
+        options.setdefault("seen", 1)
+        options.update(done=True)
+        return x * scale
 
-    _, kinds = breaks(f, torch.ones(2), {"scale": 2})
-    assert kinds == ["side_effect"]
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    eager_options, compiled_options = {"scale": 2, "k": 0}, {"scale": 2, "k": 0}
+    torch.testing.assert_close(compiled(torch.ones(2), compiled_options), f(torch.ones(2), eager_options))
+    assert compiled_options == eager_options == {"k": 0, "seen": 1, "done": True}
+    assert counter.frame_count == 1 and counter.op_count == 1

@@ -75,31 +75,6 @@ def test_explicit_graph_break_marker():
     assert [n.target.__name__ for n in error.partial.graph_module.graph.nodes if n.op == "call_function"] == ["add"]
 
 
-def test_side_effects_on_inputs_attributes_and_outer_cells():
-    def append_to_input(xs, x):
-        xs.append(x)
-        return x
-
-    class Holder:
-        pass
-
-    def set_attr(obj, x):
-        obj.value = x
-        return x
-
-    counter = 0
-
-    def bump(x):
-        nonlocal counter
-        counter += 1
-        return x
-
-    assert break_kind(append_to_input, [], torch.ones(1)).kind == "side_effect"
-    assert break_kind(set_attr, Holder(), torch.ones(1)).kind == "side_effect"
-    assert break_kind(bump, torch.ones(1)).kind == "side_effect"
-    assert break_kind(_sets_a_global, torch.ones(1)).kind == "side_effect"
-
-
 def test_unknown_c_function():
     def f(x):
         return x + os.getpid()
@@ -221,15 +196,6 @@ def test_rollback_restores_iterators_advanced_inside_the_instruction():
 
     state = break_kind(f, torch.ones(2)).partial.graph_break
     assert state["locals"]["steps"] == "ListIteratorVariable(length=2, index=0)"
-
-
-_COUNTER = 0
-
-
-def _sets_a_global(x):
-    global _COUNTER
-    _COUNTER = 1
-    return x
 
 
 def test_python_errors_raised_while_tracing_become_breaks():

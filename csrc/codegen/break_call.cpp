@@ -2,9 +2,10 @@
 
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "codegen/break_site.h"
 #include "codegen/code_builder.h"
+#include "codegen/new_objects.h"
 #include "codegen/graph_call.h"
 #include "codegen/prefix.h"
 #include "python/errors.h"
@@ -26,12 +27,13 @@ bool uses_graph_outputs(const BreakCall& call) {
     if (plan.uses_graph_outputs()) return true;
   for (const auto& [name, plan] : call.cells)
     if (plan.uses_graph_outputs()) return true;
-  return false;
+  return uses_graph_outputs(call.effects) || uses_graph_outputs(call.new_objects);
 }
 
 void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(call.set_grad_enabled.get());
+  builder.after_callable();
   builder.load_const(call.grad_enabled_outside.get());
   builder.call(1);
   builder.emit(op::POP_TOP);
@@ -46,31 +48,36 @@ bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakC
   return builder.instructions()[first].get();
 }
 
+// Every value is evaluated before anything is written: side effects, cells and locals.
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
+  emit_new_objects(builder, call.new_objects, code);
+  emit_side_effect_operands(builder, call.effects, code);
   for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.cells) emit_plan(builder, plan, code);
+  emit_side_effect_writes(builder, call.effects);
   for (auto it = call.cells.rbegin(); it != call.cells.rend(); ++it)
     builder.emit(op::STORE_DEREF, -1, interned(it->first));
   for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
 }
 
 // resume(*locals, *stack) with a function made here, so it gets this frame's globals and,
-// through LOAD_CLOSURE, this frame's cells: its free variables are this frame's free
+// through the cells it loads, this frame's cells: its free variables are this frame's free
 // variables and cell variables, by name.
 void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
   const std::size_t depth = resume.stack_nulls.size();
   // The stack is parked in temporaries (STORE_FAST also takes a NULL) so the function and
   // the call protocol's NULL can go below the arguments.
   for (std::size_t i = depth; i-- > 0;) builder.store_fast(resume.stack_nulls[i] ? "___null" : temporary_name(i));
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   py::Ref<> freevars = check(PyCode_GetFreevars(reinterpret_cast<PyCodeObject*>(resume.code.get())));
   const Py_ssize_t nfree = PyTuple_GET_SIZE(freevars.get());
   for (Py_ssize_t i = 0; i < nfree; ++i)
-    builder.emit(op::LOAD_CLOSURE, -1, py::Ref<>::newref(PyTuple_GET_ITEM(freevars.get(), i)));
+    builder.load_cell(PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars.get(), i)));
   if (nfree > 0) builder.build(op::BUILD_TUPLE, static_cast<int>(nfree));
   builder.load_const(resume.code.get());
-  builder.emit(op::MAKE_FUNCTION, nfree > 0 ? kMakeFunctionClosure : 0);
+  builder.make_function(nfree > 0 ? kMakeFunctionClosure : 0);
+  builder.after_callable();
   int nargs = 0;
   for (const std::string& name : resume.locals) {
     builder.load_fast(name);
@@ -87,20 +94,19 @@ void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
 
 }  // namespace
 
-py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
-  bytecode::DecodedCode decoded = bytecode::decode(code);
-  BreakSite site = find_break_site(decoded.instructions, call.offset, static_cast<bool>(call.set_grad_enabled));
-  if (!site.not_splittable.empty()) throw PythonError::make(PyExc_ValueError, "cannot split here: " + site.not_splittable);
+py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionList& instructions, const BreakSite& site,
+                              const BreakCall& call, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn) {
+  if (!site.not_splittable.empty()) throw InternalError("cannot split here: " + site.not_splittable);
   if (site.continuations.size() != call.resumes.size())
-    throw PythonError::make(PyExc_ValueError, "the breaking instruction has " + std::to_string(site.continuations.size()) +
-                                                  " continuation(s), got " + std::to_string(call.resumes.size()));
-  const bytecode::Instruction& inst = *decoded.instructions[site.index];
+    throw InternalError("the breaking instruction has " + std::to_string(site.continuations.size()) +
+                        " continuation(s), got " + std::to_string(call.resumes.size()));
+  const bytecode::Instruction& inst = *instructions[site.index];
   const bool in_grad_mode_block = static_cast<bool>(call.set_grad_enabled);
 
   CodeBuilder builder;
   copy_prefix(builder, code);
   builder.set_positions(first_line_positions(code));
-  if (call.compiled_fn) emit_graph_call(builder, call.inputs, call.compiled_fn.get(), uses_graph_outputs(call), code);
+  if (compiled_fn) emit_graph_call(builder, inputs, compiled_fn, uses_graph_outputs(call), code);
   if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
   restore_state(builder, call, code);
 
@@ -109,12 +115,24 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
   bytecode::Instruction* branch = nullptr;
   switch (site.kind) {
     case BreakSite::Kind::Call:
-      if (call.kw_names && call.kw_names.get() != Py_None) builder.emit(op::KW_NAMES, -1, call.kw_names.copy());
-      builder.call(inst.arg);
+      if (bytecode::in_family(inst.opcode, bytecode::Family::kCallKw)) {
+        builder.emit(inst.opcode, inst.arg);  // the keyword names are on the restored stack
+      } else if (call.kw_names && call.kw_names.get() != Py_None) {
+        builder.call_with_keywords(inst.arg, call.kw_names.get());
+      } else {
+        builder.call(inst.arg);
+      }
       break;
-    case BreakSite::Kind::Branch:
+    case BreakSite::Kind::Branch: {
+      // Where conditional jumps take exact bools (3.13: the compiler puts TO_BOOL before
+      // them, and the tracer lets a tensor through it to break here), convert first.
+      static const int to_bool = bytecode::family_opcode(bytecode::Family::kToBool);
+      const bytecode::Family family = bytecode::opcode_info(inst.opcode).family;
+      if (to_bool >= 0 && (family == bytecode::Family::kPopJumpIfTrue || family == bytecode::Family::kPopJumpIfFalse))
+        builder.emit(to_bool);
       branch = &builder.emit(inst.opcode, 0);
       break;
+    }
     case BreakSite::Kind::Simple:
     case BreakSite::Kind::Terminal:
       builder.emit(inst.opcode, inst.arg, inst.argval.copy());
@@ -136,8 +154,8 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
     entry->start = builder.instructions()[first_protected].get();
     entry->end = builder.instructions()[end_protected - 1].get();
   }
-  bytecode::InstructionList instructions = builder.take();
-  return bytecode::assemble(instructions, code);
+  bytecode::InstructionList generated = builder.take();
+  return bytecode::assemble(generated, code);
 }
 
 }  // namespace bytegraph::codegen

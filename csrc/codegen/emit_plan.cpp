@@ -1,4 +1,5 @@
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
+#include "codegen/new_objects.h"
 #include "codegen/output_plan.h"
 #include "codegen/source_loader.h"
 #include "python/errors.h"
@@ -6,6 +7,43 @@
 namespace bytegraph::codegen {
 
 namespace op = bytecode::op;
+
+OutputPlan::OutputPlan(const OutputPlan& other)
+    : kind(other.kind), index(other.index), constant(other.constant.copy()), source(other.source), items(other.items),
+      attribute(other.attribute), names(other.names), keys(other.keys.copy()), make(other.make.copy()),
+      set_item(other.set_item.copy()) {}
+
+OutputPlan& OutputPlan::operator=(const OutputPlan& other) {
+  if (this != &other) *this = OutputPlan(other);
+  return *this;
+}
+
+OutputPlan OutputPlan::graph_output(int index) {
+  OutputPlan plan;
+  plan.kind = Kind::GraphOutput;
+  plan.index = index;
+  return plan;
+}
+
+OutputPlan OutputPlan::of_constant(PyObject* value) {
+  OutputPlan plan;
+  plan.kind = Kind::Constant;
+  plan.constant = py::Ref<>::newref(value);
+  return plan;
+}
+
+OutputPlan OutputPlan::of_source(guards::SourcePtr source) {
+  OutputPlan plan;
+  plan.kind = Kind::Source;
+  plan.source = std::move(source);
+  return plan;
+}
+
+OutputPlan OutputPlan::null() {
+  OutputPlan plan;
+  plan.kind = Kind::Null;
+  return plan;
+}
 
 bool OutputPlan::uses_graph_outputs() const {
   if (kind == Kind::GraphOutput) return true;
@@ -16,8 +54,9 @@ bool OutputPlan::uses_graph_outputs() const {
 }
 
 void emit_enter_context(CodeBuilder& builder, PyObject* cls) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(cls);
+  builder.after_callable();
   builder.call(0);
   builder.emit(op::BEFORE_WITH);
   builder.emit(op::POP_TOP);  // what __enter__ returned
@@ -44,8 +83,9 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(plan.kind == Kind::Tuple ? op::BUILD_TUPLE : op::BUILD_LIST, static_cast<int>(plan.items.size()));
       return;
     case Kind::NamedTuple:
-      builder.emit(op::PUSH_NULL);
+      builder.before_callable();
       builder.load_const(plan.constant.get());
+      builder.after_callable();
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.call(1);
@@ -68,14 +108,15 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
     case Kind::MakeFunction:
       // MAKE_FUNCTION pops, top first: code, closure, kwdefaults, defaults.
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-      for (const std::string& name : plan.names) builder.emit(op::LOAD_CLOSURE, -1, interned(name));
+      for (const std::string& name : plan.names) builder.load_cell(name);
       if (!plan.names.empty()) builder.build(op::BUILD_TUPLE, static_cast<int>(plan.names.size()));
       builder.load_const(plan.constant.get());
-      builder.emit(op::MAKE_FUNCTION, plan.index);
+      builder.make_function(plan.index);
       return;
     case Kind::BoundMethod:
-      builder.emit(op::PUSH_NULL);
+      builder.before_callable();
       builder.load_const(plan.constant.get());
+      builder.after_callable();
       emit_plan(builder, plan.items.at(0), code);
       emit_plan(builder, plan.items.at(1), code);
       builder.call(2);
@@ -87,6 +128,13 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       emit_plan(builder, plan.items.at(0), code);
       builder.load_attr(plan.attribute);
       return;
+    case Kind::GradModeExit:
+      throw InternalError("emit_plan: a grad-mode block's exit is entered again, not rebuilt");
+    case Kind::Temp:
+      builder.load_fast(new_object_local(plan.index));
+      return;
+    case Kind::NewObject:
+      throw InternalError("emit_plan: new objects are made by emit_new_objects");
   }
   throw InternalError("emit_plan: unknown plan kind");
 }

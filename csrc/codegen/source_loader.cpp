@@ -1,6 +1,6 @@
 #include "codegen/source_loader.h"
 
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "python/errors.h"
 
 namespace bytegraph::codegen {
@@ -44,14 +44,19 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
       emit_load_source(builder, *source.base, code);
       builder.subscript_const(source.key.get());
       return;
+    case Kind::InstanceDict:
+      emit_load_source(builder, *source.base, code);
+      builder.load_attr("__dict__");
+      return;
     case Kind::Globals:
       throw InternalError("codegen: the globals dict is not a value to load");
     case Kind::Held:
       builder.load_const(source.key.get());
       return;
     case Kind::Type:
-      builder.emit(bytecode::op::PUSH_NULL);
+      builder.before_callable();
       builder.load_const(reinterpret_cast<PyObject*>(&PyType_Type));
+      builder.after_callable();
       emit_load_source(builder, *source.base, code);
       builder.call(1);
       return;

@@ -13,10 +13,6 @@ namespace bytegraph::trace {
 struct Bridge {
   py::Ref<> session_class;
   py::Ref<> node_ref_class;
-  py::Ref<> graph_output_class;
-  py::Ref<> constant_class;
-  py::Ref<> source_class;
-  py::Ref<> named_tuple_class;
   py::Ref<> data_dependent_error;
   py::Ref<> classify;
   py::Ref<> folded_result;  // the traced value of a "folded" callable's call
@@ -25,6 +21,7 @@ struct Bridge {
   py::Ref<> build_graph_module;
   py::Ref<> describe_fake;
   py::Ref<> tensor_type;     // torch.Tensor
+  py::Ref<> module_type;     // torch.nn.Module
   py::Ref<> getitem;         // operator.getitem
   py::Ref<> getattr;         // builtins.getattr
   py::Ref<> linecache_getline;
@@ -39,7 +36,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, Module, LeafModule, Tuple, List, Dict, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

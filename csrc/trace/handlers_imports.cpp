@@ -137,8 +137,8 @@ void import_from(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 }  // namespace
 
 void register_import_handlers(HandlerTable& table) {
-  table.add("IMPORT_NAME", import_name);
-  table.add("IMPORT_FROM", import_from);
+  table.add(op::IMPORT_NAME, import_name);
+  table.add(op::IMPORT_FROM, import_from);
 }
 
 }  // namespace bytegraph::trace

@@ -58,13 +58,13 @@ void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, con
   }
 }
 
+}  // namespace
+
 guards::SourcePtr held_globals_source(PyObject* globals) {
   PyObject* name = PyDict_GetItemString(globals, "__name__");  // borrowed
   std::string text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
   return guards::held_source(py::Ref<>::newref(globals), "G(" + text + ")");
 }
-
-}  // namespace
 
 ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs) {
   if (inline_depth_ >= kMaxInlineDepth) unsupported("recursion_limit", "inlining deeper than 64 calls");

@@ -74,6 +74,29 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   return value;
 }
 
+ValuePtr Tracer::known_object(PyObject* real, const SourcePtr& source) {
+  ValuePtr known = side_effects.known(real);
+  if (!known) return nullptr;
+  // One object reached again, maybe under another name: the same value, valid while both
+  // names stay one object.
+  if (source && known->source()) guards.add_same_object(known->source(), source);
+  return known;
+}
+
+void Tracer::will_mutate(const ValuePtr& value) {
+  journal.save(value);
+  if (value->source()) {
+    side_effects.mark_mutated(value);
+    return;
+  }
+  bool made_here = true;
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) made_here = seq->mutable_here();
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) made_here = dict->mutable_here();
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get())) made_here = object->is_new();
+  if (dynamic_cast<ModuleValue*>(value.get())) made_here = false;
+  if (!made_here) unsupported("side_effect", "changing " + value->repr() + ", which the trace has no name for");
+}
+
 void Tracer::pin_identity(const ValuePtr& value) {
   if (value->source() && value->real_object()) guards.add(GuardLog::Kind::Id, value->source(), value->real_object());
 }
@@ -127,8 +150,20 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
       PyObject* cell = PyTuple_GET_ITEM(function->func_closure, i);
       PyObject* contents = PyCell_GET(cell);
       SourcePtr cell_source = cells ? guards::attr_source(guards::item_source(cells, check(PyLong_FromSsize_t(i))), "cell_contents") : nullptr;
-      value->closure.push_back(std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false));
-      static_cast<CellValue&>(*value->closure.back()).real = py::Ref<>::newref(cell);
+      if (ValuePtr known = side_effects.known(cell)) {
+        // A cell the trace already knows (the traced function's own, or another function's):
+        // one value, so a write through one closure is seen through the other.
+        auto& shared = static_cast<CellValue&>(*known);
+        if (cell_source && contents) wrap(contents, cell_source);  // guard this closure's view too
+        if (!shared.cell_source && cells) shared.cell_source = guards::item_source(cells, check(PyLong_FromSsize_t(i)));
+        value->closure.push_back(known);
+        continue;
+      }
+      auto symbolic = std::make_shared<CellValue>(contents ? wrap(contents, cell_source) : nullptr, false);
+      symbolic->real = py::Ref<>::newref(cell);
+      if (cells) symbolic->cell_source = guards::item_source(cells, check(PyLong_FromSsize_t(i)));
+      side_effects.remember(cell, symbolic);
+      value->closure.push_back(std::move(symbolic));
     }
   }
   return value;
@@ -147,6 +182,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   } depth_scope{wrap_depth_};
   using K = GuardLog::Kind;
   ObjectKind kind = classify(real);
+  // functools.partial, operator.itemgetter/attrgetter (classes and instances): known calls.
+  if (kind == ObjectKind::UserClass || kind == ObjectKind::Object || kind == ObjectKind::Class || kind == ObjectKind::Unknown)
+    if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
   switch (kind) {
     case ObjectKind::Constant:
       guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
@@ -155,17 +193,23 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return wrap_tensor(real, source);
     case ObjectKind::Module:
     case ObjectKind::LeafModule: {
+      if (ValuePtr known = known_object(real, source)) return known;
       guards.add(K::Id, source, real);
       if (source) {
         py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
         guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
       }
       bool leaf = kind == ObjectKind::LeafModule;
-      return std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
+      auto module = std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
+      side_effects.remember(real, module);
+      return module;
     }
     case ObjectKind::Tuple:
     case ObjectKind::List: {
       bool is_list = PyList_Check(real);
+      if (is_list) {
+        if (ValuePtr known = known_object(real, source)) return known;
+      }
       guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
       Py_ssize_t n = PySequence_Size(real);
       guards.add(K::Length, source, nullptr, n);
@@ -177,10 +221,12 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       }
       auto sequence = std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
       if (!is_list && !PyTuple_CheckExact(real)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(real));
+      if (is_list) side_effects.remember(real, sequence);
       return sequence;
     }
     case ObjectKind::Dict: {
       if (!PyDict_CheckExact(real)) unsupported("unsupported_dict", "dict subclass input " + py_repr((PyObject*)Py_TYPE(real)));
+      if (ValuePtr known = known_object(real, source)) return known;
       py::Ref<> keys = check(PySequence_Tuple(check(PyDict_Keys(real)).get()));
       guards.add(K::DictKeys, source, keys.get());
       auto dict = std::make_shared<DictValue>(source, false);
@@ -189,6 +235,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       while (PyDict_Next(real, &position, &key, &item)) {
         dict->set_item(key, wrap(item, source ? guards::item_source(source, py::Ref<>::newref(key)) : nullptr));
       }
+      side_effects.remember(real, dict);
       return dict;
     }
     case ObjectKind::PythonModule:
@@ -225,9 +272,21 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::GradMode:
       if (is_direct(source)) guards.add(K::Id, source, real);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
+    case ObjectKind::UserClass:
+      guards.add(K::Id, source, real);
+      return std::make_shared<ClassValue>(py::Ref<>::newref(real), source);
+    case ObjectKind::Object: {
+      // Pinned by its class, not its identity: an object made anew per call (a cache, an
+      // output structure) must not fail an identity guard each time. What the trace reads
+      // from it is guarded through its sources.
+      if (ValuePtr known = known_object(real, source)) return known;
+      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+      auto object = std::make_shared<ObjectValue>(py::Ref<>::newref((PyObject*)Py_TYPE(real)), py::Ref<>::newref(real), source);
+      side_effects.remember(real, object);
+      return object;
+    }
     case ObjectKind::Class:
     case ObjectKind::Unknown:
-      if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
       guards.add(K::Id, source, real);
       return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
   }

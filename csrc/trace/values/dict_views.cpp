@@ -23,10 +23,6 @@ PyObject* view_type(DictViewValue::Kind kind) {
 
 ValuePtr key_value(PyObject* key) { return ConstantValue::make(py::Ref<>::newref(key)); }
 
-void require_mutable(const DictValue& dict, const std::string& what) {
-  if (!dict.mutable_here()) unsupported("side_effect", what + " on a dict that outlives the trace");
-}
-
 // Pairs from an iterable of 2-item iterables (dict.update(pairs), dict(pairs)).
 void update_from(Tracer& tracer, DictValue& dict, const ValuePtr& other) {
   if (auto* source = dynamic_cast<DictValue*>(other.get())) {
@@ -122,16 +118,14 @@ ValuePtr call_dict_method(Tracer& tracer, const std::shared_ptr<DictValue>& self
       return copy;
     }
     if (name == "clear") {
-      require_mutable(dict, "dict.clear()");
-      tracer.journal.save(self);
+      tracer.will_mutate(self);
       dict.keys.clear();
       dict.values.clear();
       return ConstantValue::none();
     }
     if (name == "popitem") {
-      require_mutable(dict, "dict.popitem()");
       if (dict.keys.empty()) unsupported("key_error", "KeyError: popitem(): dictionary is empty");
-      tracer.journal.save(self);
+      tracer.will_mutate(self);
       int last = static_cast<int>(dict.keys.size()) - 1;
       auto pair = std::make_shared<SequenceValue>(false, Args{key_value(dict.keys[last].get()), dict.values[last]});
       erase(dict, last);
@@ -154,8 +148,7 @@ ValuePtr call_dict_method(Tracer& tracer, const std::shared_ptr<DictValue>& self
     int index = dict.find(args[0]->constant());
     if (name == "setdefault") {
       if (index >= 0) return dict.values[index];
-      require_mutable(dict, "dict.setdefault()");
-      tracer.journal.save(self);
+      tracer.will_mutate(self);
       ValuePtr value = args.size() == 2 ? args[1] : ConstantValue::none();
       dict.set_item(args[0]->constant(), value);
       return value;
@@ -164,15 +157,13 @@ ValuePtr call_dict_method(Tracer& tracer, const std::shared_ptr<DictValue>& self
       if (args.size() == 2) return args[1];
       unsupported("key_error", "KeyError: " + py_repr(args[0]->constant()));
     }
-    require_mutable(dict, "dict.pop()");
-    tracer.journal.save(self);
+    tracer.will_mutate(self);
     ValuePtr value = dict.values[index];
     erase(dict, index);
     return value;
   }
   if (name == "update" && args.size() <= 1) {
-    require_mutable(dict, "dict.update()");
-    tracer.journal.save(self);
+    tracer.will_mutate(self);
     if (!args.empty()) update_from(tracer, dict, args[0]);
     for (const auto& [key, value] : kwargs) dict.set_item(check(PyUnicode_FromString(key.c_str())).get(), value);
     return ConstantValue::none();

@@ -54,30 +54,26 @@ ValuePtr call_list_method(Tracer& tracer, const std::shared_ptr<SequenceValue>& 
         unsupported("unsupported_call", "list.sort with " + keyword + "=" + value->repr());
       }
     }
-    list->require_mutable("sort");
     Args sorted = sort_items(tracer, list->items, key, reverse);
-    tracer.journal.save(list);
+    tracer.will_mutate(list);
     list->items = std::move(sorted);
     return ConstantValue::none();
   }
   if (!kwargs.empty()) return nullptr;
   if (name == "reverse" && args.empty()) {
-    list->require_mutable("reverse");
-    tracer.journal.save(list);
+    tracer.will_mutate(list);
     std::reverse(list->items.begin(), list->items.end());
     return ConstantValue::none();
   }
   if (name == "clear" && args.empty()) {
-    list->require_mutable("clear");
-    tracer.journal.save(list);
+    tracer.will_mutate(list);
     list->items.clear();
     return ConstantValue::none();
   }
   if (name == "remove" && args.size() == 1) {
-    list->require_mutable("remove");
     for (size_t i = 0; i < list->items.size(); ++i) {
       if (member_equal(tracer, list->items[i], args[0])) {
-        tracer.journal.save(list);
+        tracer.will_mutate(list);
         list->items.erase(list->items.begin() + static_cast<long>(i));
         return ConstantValue::none();
       }

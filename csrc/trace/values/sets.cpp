@@ -103,7 +103,7 @@ class SetMethodValue : public Value {
     SetValue& set = *set_;
     auto mutate = [&] {
       if (set.frozen()) unsupported("unsupported_call", repr() + " on a frozenset");
-      tracer.journal.save(set_);
+      tracer.will_mutate(set_);
     };
     if ((name_ == "add" || name_ == "discard" || name_ == "remove") && args.size() == 1) {
       mutate();
@@ -157,7 +157,7 @@ class SetMethodValue : public Value {
       }
       if (!method.in_place) return from_keys(std::move(keys), operands);
       if (set.frozen()) unsupported("unsupported_call", repr() + " on a frozenset");
-      tracer.journal.save(set_);
+      tracer.will_mutate(set_);
       set.assign(keys.get(), sets_among(operands));
       return ConstantValue::none();
     }
@@ -347,7 +347,7 @@ ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands) 
   auto* target = dynamic_cast<SetValue*>(operands[0].get());
   if (in_place && target && !target->frozen()) {
     // s |= t mutates s (a set made in the trace); on a frozenset it makes a new one.
-    tracer.journal.save(operands[0]);
+    tracer.will_mutate(operands[0]);
     py::Ref<> keys = check(op(left.get(), right.get()));
     target->assign(keys.get(), sets_among(operands));
     return operands[0];

@@ -39,24 +39,23 @@ py::Ref<> convert(PyObject* object, char conversion) {
   }
 }
 
-py::Ref<> textual_or_fail(Tracer& tracer, const ValuePtr& value, const char* what) {
+}  // namespace
+
+py::Ref<> formattable_object(Tracer& tracer, const ValuePtr& value, const char* what) {
   py::Ref<> object = textual_object(tracer, value);
   if (!object) unsupported("unsupported_format", std::string(what) + " of " + value->repr());
   return object;
 }
 
-}  // namespace
-
 ValuePtr stringify(Tracer& tracer, const ValuePtr& value, char conversion) {
-  py::Ref<> object = textual_or_fail(tracer, value, conversion == 'r' ? "repr()" : "str()");
+  py::Ref<> object = formattable_object(tracer, value, conversion == 'r' ? "repr()" : "str()");
   return ConstantValue::make(convert(object.get(), conversion));
 }
 
-ValuePtr format_value(Tracer& tracer, const ValuePtr& value, char conversion, const ValuePtr& spec) {
-  if (spec && !spec->is_constant()) unsupported("unsupported_format", "a format spec " + spec->repr());
-  py::Ref<> object = textual_or_fail(tracer, value, "formatting");
-  py::Ref<> converted = convert(object.get(), conversion);
-  return ConstantValue::make(check(PyObject_Format(converted.get(), spec ? spec->constant() : nullptr)));
+ValuePtr format_value(Tracer& tracer, const ValuePtr& value, const ValuePtr& spec) {
+  py::Ref<> object = formattable_object(tracer, value, "format()");
+  py::Ref<> spec_object = spec ? formattable_object(tracer, spec, "a format spec") : py::Ref<>();
+  return ConstantValue::make(check(PyObject_Format(object.get(), spec_object.get())));
 }
 
 ValuePtr format_operator(Tracer& tracer, PyObject* function, const Args& operands) {
@@ -67,9 +66,9 @@ ValuePtr format_operator(Tracer& tracer, PyObject* function, const Args& operand
   if (auto* tuple = dynamic_cast<SequenceValue*>(operands[1].get()); tuple && !tuple->is_list()) {
     arguments = check(PyTuple_New(static_cast<Py_ssize_t>(tuple->items.size())));
     for (size_t i = 0; i < tuple->items.size(); ++i)
-      PyTuple_SET_ITEM(arguments.get(), static_cast<Py_ssize_t>(i), textual_or_fail(tracer, tuple->items[i], "%-formatting").release());
+      PyTuple_SET_ITEM(arguments.get(), static_cast<Py_ssize_t>(i), formattable_object(tracer, tuple->items[i], "%-formatting").release());
   } else {
-    arguments = textual_or_fail(tracer, operands[1], "%-formatting");
+    arguments = formattable_object(tracer, operands[1], "%-formatting");
   }
   PyObject* result = PyNumber_Remainder(format, arguments.get());
   if (result == nullptr) {

@@ -9,8 +9,12 @@ namespace bytegraph::trace {
 // containers of constants, classes, Python modules and builtin functions (whose text depends
 // on nothing but the object, pinned by identity). A tensor's text is its data: a break.
 ValuePtr stringify(Tracer& tracer, const ValuePtr& value, char conversion);
-// FORMAT_VALUE: format(value converted by `conversion` (0, 's', 'r', 'a'), spec).
-ValuePtr format_value(Tracer& tracer, const ValuePtr& value, char conversion, const ValuePtr& spec);
+// The real object whose text stands for `value` in str(), repr() or format() (f-strings):
+// a constant, a container of constants, a class, module or builtin function (pinned by
+// identity). Anything else is a break; a tensor's text is its data (data_dependent_op).
+py::Ref<> formattable_object(Tracer& tracer, const ValuePtr& value, const char* what);
+// format(value, spec).
+ValuePtr format_value(Tracer& tracer, const ValuePtr& value, const ValuePtr& spec);
 // `"..." % args` when the left operand is a constant string and the arguments are not all
 // constants; null for any other operator use.
 ValuePtr format_operator(Tracer& tracer, PyObject* function, const Args& operands);

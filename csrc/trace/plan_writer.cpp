@@ -1,0 +1,308 @@
+#include "trace/plan_writer.h"
+
+#include <algorithm>
+
+namespace bytegraph::trace {
+
+using codegen::OutputPlan;
+
+OutputPlan PlanWriter::plan(const ValuePtr& value) {
+  if (value->is_null()) return OutputPlan::null();
+  // A value read from somewhere is read again: rebuilding a list, a module or an input
+  // tensor would lose its identity.
+  if (value->source()) return OutputPlan::of_source(value->source());
+  if (auto* tensor_value = dynamic_cast<TensorValue*>(value.get())) return tensor(*tensor_value);
+  if (value->is_constant()) return OutputPlan::of_constant(value->constant());
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
+  require_single_reference(value);
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+    OutputPlan plan;
+    plan.items = plans_of(seq->items);
+    if (seq->is_list()) {
+      plan.kind = OutputPlan::Kind::List;
+    } else if (seq->tuple_type) {
+      plan.kind = OutputPlan::Kind::NamedTuple;
+      plan.constant = named_tuple_constructor(seq->tuple_type.get());
+    } else {
+      plan.kind = OutputPlan::Kind::Tuple;
+    }
+    return plan;
+  }
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) return dict_plan(*dict);
+  if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
+    const size_t position = iterator->position();
+    Args rest;
+    while (ValuePtr item = iterator->next()) rest.push_back(std::move(item));
+    iterator->set_position(position);  // describing must not advance the loop
+    OutputPlan plan;
+    plan.kind = OutputPlan::Kind::Iterator;
+    plan.items = plans_of(rest);
+    return plan;
+  }
+  if (auto* exit = dynamic_cast<GradModeExitValue*>(value.get())) {
+    OutputPlan plan;
+    plan.kind = OutputPlan::Kind::GradModeExit;
+    plan.constant = py::Ref<>::newref(exit->previous() ? Py_True : Py_False);
+    return plan;
+  }
+  if (auto* function = dynamic_cast<UserFunctionValue*>(value.get())) return make_function(*function);
+  if (auto* method = dynamic_cast<BoundMethodValue*>(value.get())) {
+    // `obj.method` for a user method: types.MethodType(function, obj) at run time.
+    OutputPlan plan;
+    plan.kind = OutputPlan::Kind::BoundMethod;
+    plan.constant = check(PyImport_ImportModule("types"));
+    plan.constant = check(PyObject_GetAttrString(plan.constant.get(), "MethodType"));
+    if (method->function->source()) {
+      plan.items.push_back(this->plan(method->function));
+    } else if (PyObject* real = method->function->real_object()) {
+      plan.items.push_back(OutputPlan::of_constant(real));
+    } else {
+      throw NotRestorable{value->repr()};
+    }
+    plan.items.push_back(this->plan(method->self));
+    return plan;
+  }
+  if (auto [owner, name] = value->bound_attribute(); owner) {
+    OutputPlan plan;
+    plan.kind = OutputPlan::Kind::Attr;
+    plan.items.push_back(this->plan(owner));
+    plan.attribute = name;
+    return plan;
+  }
+  throw NotRestorable{value->repr()};
+}
+
+std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
+  using Effect = codegen::SideEffectPlan;
+  std::vector<Effect> effects;
+  for (const ValuePtr& value : tracer_.side_effects.mutated()) {
+    if (auto* cell = dynamic_cast<CellValue*>(value.get())) {
+      Effect effect;
+      if (!cell->root_name.empty()) {
+        effect.kind = Effect::Kind::StoreDeref;
+        effect.name = cell->root_name;
+      } else {
+        effect.kind = Effect::Kind::SetAttr;
+        effect.target = OutputPlan::of_source(cell->cell_source);
+        effect.name = "cell_contents";
+      }
+      if (!cell->contents) throw NotRestorable{"a closure variable deleted in the trace"};
+      effect.value = plan(cell->contents);
+      effects.push_back(std::move(effect));
+      continue;
+    }
+    if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
+      object_effects(*object, effects);
+      continue;
+    }
+    if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
+      // The module's own __setattr__ puts a buffer's new tensor in its buffers.
+      for (const auto& [name, attr] : module->attrs) {
+        Effect effect;
+        effect.kind = Effect::Kind::SetAttr;
+        effect.target = OutputPlan::of_source(value->source());
+        effect.name = name;
+        effect.value = plan(attr);
+        effects.push_back(std::move(effect));
+      }
+      continue;
+    }
+    Effect effect;
+    effect.target = OutputPlan::of_source(value->source());
+    if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+      effect.kind = Effect::Kind::ReplaceListItems;
+      effect.value.kind = OutputPlan::Kind::List;
+      effect.value.items = plans_of(seq->items);
+    } else if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+      effect.kind = Effect::Kind::ReplaceDictItems;
+      effect.value = dict_plan(*dict);
+    } else {
+      throw NotRestorable{"changes to " + value->repr()};
+    }
+    effects.push_back(std::move(effect));
+  }
+  global_effects(effects);
+  return effects;
+}
+
+// Each global written in the trace gets its last value (a deleted one is a break).
+void PlanWriter::global_effects(std::vector<codegen::SideEffectPlan>& effects) {
+  using Effect = codegen::SideEffectPlan;
+  const auto& writes = tracer_.side_effects.global_writes();
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const auto& write = writes[i];
+    if (tracer_.side_effects.global_written(write.globals, write.name) != &write) continue;  // overwritten later
+    if (!write.value) throw NotRestorable{"the global '" + write.name + "', deleted in the trace"};
+    Effect effect;
+    effect.name = write.name;
+    effect.value = plan(write.value);
+    if (write.globals == frame_.globals.get()) {
+      effect.kind = Effect::Kind::StoreGlobal;
+    } else {
+      effect.kind = Effect::Kind::SetItem;
+      effect.target = OutputPlan::of_source(held_globals_source(write.globals));
+    }
+    effects.push_back(std::move(effect));
+  }
+}
+
+void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects) {
+  using Effect = codegen::SideEffectPlan;
+  static PyObject* setattr = PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__setattr__");  // borrowed, immortal
+  for (const auto& [name, attr] : object.attrs) {
+    Effect effect;
+    effect.target = OutputPlan::of_source(object.source());
+    effect.name = name;
+    if (attr) {
+      // The class's own __setattr__ already ran in the trace: write what it wrote.
+      effect.kind = Effect::Kind::SetAttr;
+      effect.value = plan(attr);
+      effect.setter = py::Ref<>::newref(setattr);
+    } else {
+      effect.kind = Effect::Kind::DelAttr;
+    }
+    effects.push_back(std::move(effect));
+  }
+  if (object.has_dict_storage())
+    throw NotRestorable{"changes to the items of " + object.repr() + ", a dict subclass from outside the trace"};
+}
+
+// The first __setitem__ along the MRO that is not Python code: the dict base's own (dict's,
+// OrderedDict's), which stores an item without running the class's overrides.
+py::Ref<> base_set_item(PyObject* type) {
+  PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;  // borrowed
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* found = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict, "__setitem__");
+    if (found && !PyFunction_Check(found)) return py::Ref<>::newref(found);
+  }
+  throw InternalError("a dict subclass without a builtin __setitem__");
+}
+
+OutputPlan PlanWriter::new_object(ObjectValue& object) {
+  if (auto found = temps_.find(&object); found != temps_.end()) {
+    OutputPlan temp;
+    temp.kind = OutputPlan::Kind::Temp;
+    temp.index = found->second;
+    return temp;
+  }
+  const int index = static_cast<int>(new_objects_.size());
+  temps_.emplace(&object, index);
+  new_objects_.emplace_back();  // reserved: the object's own values may refer back to it
+  OutputPlan made;
+  made.kind = OutputPlan::Kind::NewObject;
+  made.constant = py::Ref<>::newref(object.python_type());
+  made.make = check(PyObject_GetAttrString(object.python_type(), "__new__"));
+  for (const auto& [name, attr] : object.attrs) {
+    if (!attr) continue;  // deleted: never set
+    made.names.push_back(name);
+    made.items.push_back(plan(attr));
+  }
+  if (object.has_dict_storage()) {
+    std::shared_ptr<DictValue> items = object.dict_storage(tracer_);
+    made.keys = check(PyTuple_New(static_cast<Py_ssize_t>(items->keys.size())));
+    for (size_t i = 0; i < items->keys.size(); ++i) {
+      PyTuple_SET_ITEM(made.keys.get(), i, items->keys[i].copy().release());
+      made.items.push_back(plan(items->values[i]));
+    }
+    made.set_item = base_set_item(object.python_type());
+  }
+  new_objects_[index] = std::move(made);
+  OutputPlan temp;
+  temp.kind = OutputPlan::Kind::Temp;
+  temp.index = index;
+  return temp;
+}
+
+OutputPlan PlanWriter::dict_plan(const DictValue& dict) {
+  OutputPlan plan;
+  plan.kind = OutputPlan::Kind::Dict;
+  plan.keys = check(PyTuple_New(static_cast<Py_ssize_t>(dict.keys.size())));
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    PyTuple_SET_ITEM(plan.keys.get(), i, dict.keys[i].copy().release());
+    plan.items.push_back(this->plan(dict.values[i]));
+  }
+  return plan;
+}
+
+OutputPlan PlanWriter::tensor(const TensorValue& tensor) {
+  // The graph's inputs and module tensors are read again where they came from: the very
+  // tensor object comes back (an output of a compiled graph may be a new alias of it).
+  if (tensor.source()) return OutputPlan::of_source(tensor.source());
+  return OutputPlan::graph_output(output_index(tensor.node()));
+}
+
+// Each plan builds a new object: a list, dict, iterator or function made in the frame and
+// reachable twice (two locals, a local and the loop) would become two objects.
+void PlanWriter::require_single_reference(const ValuePtr& value) {
+  const bool is_mutable = dynamic_cast<DictValue*>(value.get()) != nullptr ||
+                          dynamic_cast<UserFunctionValue*>(value.get()) != nullptr ||
+                          dynamic_cast<IteratorValue*>(value.get()) != nullptr ||
+                          (dynamic_cast<SequenceValue*>(value.get()) != nullptr &&
+                           static_cast<SequenceValue&>(*value).is_list());
+  if (is_mutable && !made_here_.insert(value.get()).second)
+    throw NotRestorable{value->repr() + ", which is referenced from two places"};
+}
+
+// A function made in this frame: MAKE_FUNCTION again, with this frame's globals and with its
+// closure read from this frame's cells (LOAD_CLOSURE by name).
+OutputPlan PlanWriter::make_function(const UserFunctionValue& function) {
+  if (function.function || function.globals.get() != frame_.globals.get())
+    throw NotRestorable{function.repr() + " (not made in this frame)"};
+  constexpr int kDefaults = 0x01, kKwDefaults = 0x02, kClosure = 0x08;
+  OutputPlan result;
+  result.kind = OutputPlan::Kind::MakeFunction;
+  result.constant = function.code.copy();
+  result.index = 0;
+  for (const ValuePtr& cell : function.closure) {
+    std::string name = cell_name(cell);
+    if (name.empty()) throw NotRestorable{function.repr() + ", whose closure is not this frame's"};
+    result.names.push_back(name);
+  }
+  if (!function.defaults.empty()) {
+    OutputPlan defaults;
+    defaults.kind = OutputPlan::Kind::Tuple;
+    defaults.items = plans_of(function.defaults);
+    result.items.push_back(std::move(defaults));
+    result.index |= kDefaults;
+  }
+  if (!function.kwdefaults.empty()) {
+    OutputPlan kwdefaults;
+    kwdefaults.kind = OutputPlan::Kind::Dict;
+    kwdefaults.keys = check(PyTuple_New(static_cast<Py_ssize_t>(function.kwdefaults.size())));
+    for (size_t i = 0; i < function.kwdefaults.size(); ++i) {
+      PyTuple_SET_ITEM(kwdefaults.keys.get(), i, check(PyUnicode_FromString(function.kwdefaults[i].first.c_str())).release());
+      kwdefaults.items.push_back(plan(function.kwdefaults[i].second));
+    }
+    result.items.push_back(std::move(kwdefaults));
+    result.index |= kKwDefaults;
+  }
+  if (!result.names.empty()) result.index |= kClosure;
+  return result;
+}
+
+// The name of this frame's cell or free variable that is `cell`, or "" if none is.
+std::string PlanWriter::cell_name(const ValuePtr& cell) const {
+  const auto& names = frame_.code->localsplus_names;
+  for (size_t slot = 0; slot < frame_.locals.size() && slot < names.size(); ++slot)
+    if (frame_.locals[slot] == cell) return names[slot];
+  const size_t first_free = names.size() - std::min(names.size(), frame_.closure.size());
+  for (size_t i = 0; i < frame_.closure.size(); ++i)
+    if (frame_.closure[i] == cell && first_free + i < names.size()) return names[first_free + i];
+  return "";
+}
+
+std::vector<OutputPlan> PlanWriter::plans_of(const Args& items) {
+  std::vector<OutputPlan> plans;
+  plans.reserve(items.size());
+  for (const ValuePtr& item : items) plans.push_back(plan(item));
+  return plans;
+}
+
+int PlanWriter::output_index(int node) {
+  auto found = std::find(outputs_.begin(), outputs_.end(), node);
+  if (found != outputs_.end()) return static_cast<int>(found - outputs_.begin());
+  outputs_.push_back(node);
+  return static_cast<int>(outputs_.size()) - 1;
+}
+
+}  // namespace bytegraph::trace
