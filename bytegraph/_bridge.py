@@ -330,6 +330,8 @@ def classify(obj) -> str:
         return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
+    if type(obj) is frozenset and all(classify(item) == "constant" for item in obj):
+        return "constant"
     if isinstance(obj, torch.nn.Module):
         return "leaf_module" if _is_leaf_module_class(type(obj)) else "module"
     if isinstance(obj, tuple) and (type(obj) is tuple or _is_named_tuple_class(type(obj))):

@@ -80,6 +80,7 @@ FAMILIES = {
     "FormatSimple": ("FORMAT_SIMPLE",),
     "FormatWithSpec": ("FORMAT_WITH_SPEC",),
     "SetFunctionAttribute": ("SET_FUNCTION_ATTRIBUTE",),
+    "EndSend": ("END_SEND",),              # pops the receiver a finished `yield from` leaves
 }
 
 # Families some supported version must have (guards against a typo emptying a family).

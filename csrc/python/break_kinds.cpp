@@ -73,6 +73,8 @@ constexpr std::array kBreakKinds = {
                                        "numbers or constants"},
     BreakKind{"unsupported_identity", "`is` between these values cannot be decided at compile time; compare "
                                       "with == or decide outside"},
+    BreakKind{"unsupported_import", "only imports of modules already loaded are captured; import the module at "
+                                    "the top of the file"},
     BreakKind{"unsupported_iteration", "iterating this value is not captured; iterate a list, tuple, dict, "
                                        "range or tensor"},
     BreakKind{"unsupported_op_result", "the operation returned something other than tensors, numbers or "
@@ -83,6 +85,8 @@ constexpr std::array kBreakKinds = {
                                       "function or compute it outside"},
     BreakKind{"unsupported_return", "the function returns a value bytegraph cannot rebuild after the graph; "
                                     "return tensors, constants, containers of them or the arguments"},
+    BreakKind{"unsupported_set", "set elements must be constants or hashable known objects to be captured; use a "
+                                 "tuple or constants"},
     BreakKind{"unsupported_subscript", "this subscript (a symbolic key or slice bound, or an unsupported "
                                        "container) is not captured; index with constants"},
     BreakKind{"untracked_tensor", "the tensor was not read from an argument, a global or a module attribute; "

@@ -1,6 +1,8 @@
 // Building and unpacking tuples, lists, dicts, slices and strings.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/values/sets.h"
+#include "trace/values/strings.h"
 
 namespace bytegraph::trace {
 
@@ -33,6 +35,33 @@ void build_const_key_map(Tracer&, FrameState& frame, const Instruction& inst) {
   for (size_t i = 0; i < values.size(); ++i)
     dict->set_item(PyTuple_GET_ITEM(keys->constant(), static_cast<Py_ssize_t>(i)), values[i]);
   frame.push(dict);
+}
+
+void build_set(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  Args items = frame.pop_n(inst.arg);
+  frame.push(make_set(tracer, false, items));
+}
+
+SetValue& set_at(FrameState& frame, int depth) {
+  auto* set = dynamic_cast<SetValue*>(frame.top(depth).get());
+  if (set == nullptr) throw InternalError("expected a set on the stack");
+  return *set;
+}
+
+void set_add(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr item = frame.pop();
+  tracer.journal.save(frame.top(inst.arg - 1));
+  set_at(frame, inst.arg - 1).add(tracer, item);
+}
+
+// {*a, *b} and {1, 2, 3} (the constants arrive as one frozenset).
+void set_update(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr iterable = frame.pop();
+  auto items = iterable->unpack(tracer);
+  if (!items) unsupported("unsupported_iteration", "a set of the items of " + iterable->repr());
+  tracer.journal.save(frame.top(inst.arg - 1));
+  SetValue& set = set_at(frame, inst.arg - 1);
+  for (const auto& item : *items) set.add(tracer, item);
 }
 
 void build_slice(Tracer&, FrameState& frame, const Instruction& inst) {
@@ -134,10 +163,7 @@ void unpack_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 
 // f-strings: a conversion (str, repr, ascii) then format() with an optional spec, in one
 // instruction (FORMAT_VALUE) or, on 3.13, in CONVERT_VALUE and FORMAT_SIMPLE/FORMAT_WITH_SPEC.
-py::Ref<> format_operand(const ValuePtr& value) {
-  if (!value->is_constant()) unsupported("unsupported_format", "formatting " + value->repr());
-  return py::Ref<>::newref(value->constant());
-}
+py::Ref<> format_operand(Tracer& tracer, const ValuePtr& value) { return formattable_object(tracer, value, "formatting"); }
 
 py::Ref<> converted(py::Ref<> object, int conversion) {
   switch (conversion) {
@@ -148,31 +174,31 @@ py::Ref<> converted(py::Ref<> object, int conversion) {
   }
 }
 
-void push_formatted(FrameState& frame, const py::Ref<>& object, const ValuePtr& spec) {
-  py::Ref<> spec_object = spec ? format_operand(spec) : py::Ref<>();
+void push_formatted(Tracer& tracer, FrameState& frame, const py::Ref<>& object, const ValuePtr& spec) {
+  py::Ref<> spec_object = spec ? format_operand(tracer, spec) : py::Ref<>();
   frame.push(ConstantValue::make(check(PyObject_Format(object.get(), spec_object.get()))));
 }
 
-void format_value(Tracer&, FrameState& frame, const Instruction& inst) {
+void format_value(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? frame.pop() : nullptr;
   ValuePtr value = frame.pop();
-  push_formatted(frame, converted(format_operand(value), inst.arg & 0x03), spec);
+  push_formatted(tracer, frame, converted(format_operand(tracer, value), inst.arg & 0x03), spec);
 }
 
-void convert_value(Tracer&, FrameState& frame, const Instruction& inst) {
+void convert_value(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr value = frame.pop();
-  frame.push(ConstantValue::make(converted(format_operand(value), inst.arg)));
+  frame.push(ConstantValue::make(converted(format_operand(tracer, value), inst.arg)));
 }
 
-void format_simple(Tracer&, FrameState& frame, const Instruction&) {
+void format_simple(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr value = frame.pop();
-  push_formatted(frame, format_operand(value), nullptr);
+  push_formatted(tracer, frame, format_operand(tracer, value), nullptr);
 }
 
-void format_with_spec(Tracer&, FrameState& frame, const Instruction&) {
+void format_with_spec(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr spec = frame.pop();
   ValuePtr value = frame.pop();
-  push_formatted(frame, format_operand(value), spec);
+  push_formatted(tracer, frame, format_operand(tracer, value), spec);
 }
 
 void build_string(Tracer&, FrameState& frame, const Instruction& inst) {
@@ -193,6 +219,9 @@ void register_container_handlers(HandlerTable& table) {
   table.add(op::BUILD_MAP, build_map);
   table.add(op::BUILD_CONST_KEY_MAP, build_const_key_map);
   table.add(op::BUILD_SLICE, build_slice);
+  table.add(op::BUILD_SET, build_set);
+  table.add(op::SET_ADD, set_add);
+  table.add(op::SET_UPDATE, set_update);
   table.add(op::LIST_APPEND, list_append);
   table.add(op::LIST_EXTEND, list_extend);
   table.add(Family::kListToTuple, list_to_tuple);

@@ -1,6 +1,8 @@
 // Jumps, branches, for-loops over known iterators, and returns.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/values/generators.h"
+#include "bytecode/opcodes.h"
 
 namespace bytegraph::trace {
 
@@ -41,7 +43,7 @@ void jump_if_or_pop(Tracer& tracer, FrameState& frame, const Instruction& inst) 
 
 void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr iterable = frame.pop();
-  if (dynamic_cast<IteratorValue*>(iterable.get())) {
+  if (iterable->is_iterator()) {
     frame.push(iterable);
     return;
   }
@@ -51,12 +53,11 @@ void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
 }
 
 void for_iter(Tracer& tracer, FrameState& frame, const Instruction& inst) {
-  auto* iterator = dynamic_cast<IteratorValue*>(frame.top().get());
+  ValuePtr iterator = frame.top();
   // A real iterator handed in from outside (a comprehension's `.0` argument) cannot be
   // advanced without consuming it: that loop runs for real.
-  if (iterator == nullptr) unsupported("unsupported_iteration", "advancing " + frame.top()->repr());
-  tracer.journal.save(frame.top());
-  if (ValuePtr item = iterator->next()) {
+  if (!iterator->is_iterator()) unsupported("unsupported_iteration", "advancing " + iterator->repr());
+  if (ValuePtr item = iterator->next_item(tracer)) {
     frame.push(std::move(item));
     return;
   }
@@ -77,18 +78,49 @@ void end_for(Tracer&, FrameState& frame, const Instruction& inst) {
   for (int i = 0; i < -effect; ++i) frame.pop();
 }
 
-// Generators run eagerly (see Tracer::inline_call): starting one resumes it at once with
-// the None a first next() sends, and each yield is collected, resumed with None too.
+// A generator's frame (values/generators.h) starts here on the first next(), which sends None.
 void return_generator(Tracer&, FrameState& frame, const Instruction&) {
-  if (!frame.yielded) unsupported("generator", "tracing a generator function as the outermost frame");
+  if (!frame.generator) unsupported("generator", "tracing a generator function as the outermost frame");
   frame.push(ConstantValue::none());
 }
 
+// Suspends the generator's frame with the item; resuming it continues with the None that
+// next() sends.
 void yield_value(Tracer&, FrameState& frame, const Instruction&) {
-  if (!frame.yielded) unsupported("generator", "yield outside an eagerly run generator");
-  if (frame.yielded->size() >= 10000) unsupported("generator", "a generator yielded more than 10000 items");
-  frame.yielded->push_back(frame.pop());
+  if (!frame.generator) unsupported("generator", "yield outside a generator called from traced code");
+  frame.yielded = frame.pop();
   frame.push(ConstantValue::none());
+}
+
+// `yield from x`: iterate x, generators and lazy iterators as they are.
+void get_yield_from_iter(Tracer& tracer, FrameState& frame, const Instruction& inst) { get_iter(tracer, frame, inst); }
+
+// [receiver, sent] -> [receiver, item] while the receiver yields; once it is exhausted, the
+// value `yield from` evaluates to, and a jump. Whether the receiver is popped then (3.11) or
+// by the END_SEND the jump lands on differs by version: the opcode table's stack effect says.
+void send(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr sent = frame.pop();
+  ValuePtr receiver = frame.top();
+  if (!sent->is_constant() || sent->constant() != Py_None)
+    unsupported("generator", "sending " + sent->repr() + " into " + receiver->repr());
+  if (!receiver->is_iterator()) unsupported("unsupported_iteration", "yield from " + receiver->repr());
+  if (ValuePtr item = receiver->next_item(tracer)) {
+    frame.push(std::move(item));
+    return;
+  }
+  auto* generator = dynamic_cast<GeneratorValue*>(receiver.get());
+  ValuePtr result = generator ? generator->returned() : ConstantValue::none();
+  auto effect = bytecode::stack_effect(inst.opcode, inst.arg, /*jump=*/true);
+  if (!effect) throw InternalError("SEND without a stack effect in the opcode table");
+  if (*effect < 0) frame.pop();
+  frame.push(std::move(result));
+  frame.jump_to(inst.target);
+}
+
+void end_send(Tracer&, FrameState& frame, const Instruction&) {
+  ValuePtr value = frame.pop();
+  frame.pop();  // the exhausted receiver
+  frame.push(std::move(value));
 }
 
 // `with ctx:` — only grad-mode context managers are understood so far.
@@ -123,6 +155,9 @@ void register_control_handlers(HandlerTable& table) {
   table.add(op::BEFORE_WITH, before_with);
   table.add(op::RETURN_GENERATOR, return_generator);
   table.add(op::YIELD_VALUE, yield_value);
+  table.add(op::GET_YIELD_FROM_ITER, get_yield_from_iter);
+  table.add(op::SEND, send);
+  table.add(Family::kEndSend, end_send);
   table.add(Family::kReturnConst, return_const);
 }
 

@@ -2,6 +2,7 @@
 // graph and guards. Arguments are bound as CPython binds them (positional, keywords,
 // defaults, *args, **kwargs).
 #include "trace/interpreter.h"
+#include "trace/values/generators.h"
 
 namespace bytegraph::trace {
 
@@ -84,18 +85,15 @@ ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args
   child.locals.resize(info.localsplus_names.size());
   child.closure = function.closure;
   bind_arguments(info, function, args, kwargs, child.locals);
-  // A generator (genexprs included) runs eagerly to its end: tracing has no effects that
-  // its consumer could interleave with, so an iterator over everything it yields is the
-  // same value. Infinite generators hit the item limit and break.
-  if (info.flags & CO_GENERATOR) child.yielded = std::make_shared<Args>();
+  // Calling a generator function (genexprs included) runs none of its body: the generator
+  // runs a step at a time as its consumer asks for items.
+  if (info.flags & CO_GENERATOR) return make_generator(*this, std::move(child), function.name);
   ++inline_depth_;
   struct Depth {
     int& depth;
     ~Depth() { --depth; }
   } restore{inline_depth_};
-  ValuePtr result = run_frame(*this, child, nullptr);
-  if (child.yielded) return std::make_shared<IteratorValue>(std::move(*child.yielded));
-  return result;
+  return run_frame(*this, child, nullptr);
 }
 
 }  // namespace bytegraph::trace

@@ -29,6 +29,7 @@ const HandlerTable& handlers() {
     register_container_handlers(t);
     register_control_handlers(t);
     register_call_handlers(t);
+    register_import_handlers(t);
     return t;
   }();
   return table;
@@ -130,7 +131,7 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
   FramePush push(tracer, &frame);
   record::FrameScope recorded(tracer.events.get(), frame);
   const auto& instructions = frame.code->instructions;
-  while (!frame.result) {
+  while (!frame.result && !frame.yielded) {
     if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
     const bytecode::Instruction& inst = *instructions[frame.pc];
     frame.current = &inst;

@@ -20,7 +20,7 @@ void Journal::save(const ValuePtr& value) {
     saved.attrs = object->attrs;
   } else if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
     saved.attrs = module->attrs;
-  } else {
+  } else if (!(saved.restore = value->saved_state())) {
     throw InternalError("journal: " + value->repr() + " is not a mutable value");
   }
   entries_.push_back(std::move(saved));
@@ -43,6 +43,8 @@ void Journal::undo_to(size_t length) {
       object->attrs = std::move(saved.attrs);
     } else if (auto* module = dynamic_cast<ModuleValue*>(value)) {
       module->attrs = std::move(saved.attrs);
+    } else if (saved.restore) {
+      saved.restore();
     }
     entries_.pop_back();
   }

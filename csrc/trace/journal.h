@@ -3,6 +3,7 @@
 // containers mutated during the abandoned instruction, including inside inlined calls.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "trace/value.h"
@@ -28,6 +29,7 @@ class Journal {
     ValuePtr contents;            // CellValue
     size_t position = 0;          // IteratorValue
     std::vector<std::pair<std::string, ValuePtr>> attrs;  // ObjectValue, ModuleValue
+    std::function<void()> restore;  // other kinds: Value::saved_state()
   };
   std::vector<Saved> entries_;
 };

@@ -1,5 +1,9 @@
 #include "trace/operators.h"
 
+#include "trace/values/dict_views.h"
+#include "trace/values/sets.h"
+#include "trace/values/strings.h"
+
 #include <string>
 #include <unordered_map>
 
@@ -35,12 +39,14 @@ py::Ref<> constant_of(const ValuePtr& value) {
     }
     return result;
   }
+  if (auto* set = dynamic_cast<SetValue*>(value.get()); set && set->only_constants()) return set->keys(set->frozen());
   return nullptr;
 }
 
 namespace {
 
 bool foldable(const ValuePtr& value) {
+  if (auto* set = dynamic_cast<SetValue*>(value.get())) return set->only_constants();
   if (value->is_constant()) return true;
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     for (const auto& item : seq->items)
@@ -100,11 +106,30 @@ ValuePtr from_folded(py::Ref<> result) {
     while (PyDict_Next(object, &position, &key, &value)) dict->set_item(key, from_folded(py::Ref<>::newref(value)));
     return dict;
   }
+  if (PyAnySet_CheckExact(object) && !(PyFrozenSet_CheckExact(object) && classify(object) == ObjectKind::Constant)) {
+    // A set made by a folded call (set(...) of constants, {1} | {2}): symbolic, so that
+    // later set.add() stays symbolic; its members must be constants.
+    py::Ref<> members = check(PySequence_List(object));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(members.get()); ++i)
+      if (!from_folded(py::Ref<>::newref(PyList_GET_ITEM(members.get(), i)))->is_constant())
+        unsupported("unsupported_builtin", "a folded call returned a set of non-constants");
+    auto set = std::make_shared<SetValue>(PyFrozenSet_CheckExact(object));
+    set->assign(object, {});
+    return set;
+  }
   if (PyTuple_Check(object) || classify(object) == ObjectKind::Constant) return ConstantValue::make(std::move(result));
   unsupported("unsupported_builtin", "a folded call returned " + py_repr((PyObject*)Py_TYPE(object)));
 }
 
 namespace {
+
+bool is_inplace_operator(PyObject* function) {
+  static const char* names[] = {"iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imod", "imul", "imatmul",
+                                "ior", "ipow", "irshift", "isub", "itruediv", "ixor"};
+  for (const char* name : names)
+    if (function == operator_function(name)) return true;
+  return false;
+}
 
 ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   auto* left = dynamic_cast<SequenceValue*>(operands[0].get());
@@ -137,14 +162,17 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
   bool constants = true;
   for (const auto& operand : operands) constants = constants && operand->is_constant();
   if (constants) return fold(function, operands);
-  // Comparisons of containers of constants fold too (they mutate nothing).
-  static const char* comparisons[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-  for (const char* name : comparisons)
-    if (function == operator_function(name) && all_constant(operands)) return fold(function, operands);
+  // `"..." % value` formats: a tensor's value is data, never a graph operation on strings.
+  if (ValuePtr formatted = format_operator(tracer, function, operands)) return formatted;
+  // Operators on containers of constants fold too (size[:-1] + (n,), [1] * 3), except the
+  // in-place ones on a mutable container: `xs += ys` changes xs itself.
+  if (all_constant(operands) && !(is_inplace_operator(function) && !operands[0]->is_constant()))
+    return fold(function, operands);
   for (const auto& operand : operands) {
     if (operand->is_tensor())
       return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});
   }
+  if (ValuePtr result = set_operator(tracer, function, operands)) return result;
   if (ValuePtr result = sequence_operator(tracer, function, operands)) return result;
   std::string text = py_repr(function) + " on";
   for (const auto& operand : operands) text += " " + operand->repr();
@@ -181,20 +209,42 @@ bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) 
     if (!needle->is_constant()) unsupported("unsupported_operator", "`in` a dict with key " + needle->repr());
     return dict->find(needle->constant()) >= 0;
   }
+  if (auto* set = dynamic_cast<SetValue*>(haystack.get())) return set->contains(tracer, needle);
+  if (auto* view = dynamic_cast<DictViewValue*>(haystack.get())) return view->contains(tracer, needle);
+  if (haystack->is_constant() && PyAnySet_Check(haystack->constant())) {
+    if (needle->is_tensor()) unsupported("unsupported_set", "`in` a set with a tensor (" + needle->repr() + ")");
+    int found = PySequence_Contains(haystack->constant(), set_key(tracer, needle).get());
+    check_status(found);
+    return found == 1;
+  }
+  // A generator or lazy iterator is consumed up to the first match, as `in` does.
+  if (haystack->is_iterator() && !dynamic_cast<IteratorValue*>(haystack.get())) {
+    while (ValuePtr item = haystack->next_item(tracer))
+      if (member_equal(tracer, item, needle)) return true;
+    return false;
+  }
   if (auto items = haystack->unpack(tracer)) {
-    if (needle->is_tensor()) unsupported("data_dependent_branch", "`in` with a tensor");
-    for (const auto& item : *items) {
-      if (item->is_constant() && needle->is_constant()) {
-        int equal = PyObject_RichCompareBool(item->constant(), needle->constant(), Py_EQ);
-        check_status(equal);
-        if (equal) return true;
-      } else if (same_object(tracer, item, needle)) {
-        return true;
-      }
-    }
+    for (const auto& item : *items)
+      if (member_equal(tracer, item, needle)) return true;
     return false;
   }
   unsupported("unsupported_operator", "`in` on " + haystack->repr());
+}
+
+bool member_equal(Tracer& tracer, const ValuePtr& item, const ValuePtr& needle) {
+  if (needle->is_tensor() || item->is_tensor()) {
+    // `x in (x, y)` is True by identity before any ==; otherwise == on tensors is data.
+    auto* a = dynamic_cast<TensorValue*>(item.get());
+    auto* b = dynamic_cast<TensorValue*>(needle.get());
+    if (a && b && a->node() == b->node()) return true;
+    unsupported("data_dependent_branch", "`in` with a tensor");
+  }
+  if (item->is_constant() && needle->is_constant()) {
+    int equal = PyObject_RichCompareBool(item->constant(), needle->constant(), Py_EQ);
+    check_status(equal);
+    return equal == 1;
+  }
+  return same_object(tracer, item, needle);
 }
 
 }  // namespace bytegraph::trace

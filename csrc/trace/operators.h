@@ -23,5 +23,7 @@ ValuePtr from_folded(py::Ref<> result);
 bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b);
 // `needle in haystack` on known containers.
 bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle);
+// Whether `in` on a sequence holding `item` finds `needle` (identity, then ==).
+bool member_equal(Tracer& tracer, const ValuePtr& item, const ValuePtr& needle);
 
 }  // namespace bytegraph::trace

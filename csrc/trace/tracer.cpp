@@ -36,6 +36,7 @@ void FrameState::jump_to(const bytecode::Instruction* target) {
 // ---- Tracer -----------------------------------------------------------------------------
 
 Tracer::~Tracer() {
+  for (const auto& release : at_end) release();
   for (const auto& function : wrapped_functions_) {
     function->closure.clear();
     function->defaults.clear();

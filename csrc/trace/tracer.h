@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -53,8 +54,10 @@ struct FrameState {
   const bytecode::Instruction* current = nullptr;
   ValuePtr result;  // set by RETURN_VALUE
   bool outermost = false;
-  // Generators run eagerly to completion: what they yield, in order (null otherwise).
-  std::shared_ptr<Args> yielded;
+  // A generator's frame (values/generators.h) runs until it yields: run_frame then returns
+  // with the yielded value here, and the frame resumes from the next instruction.
+  bool generator = false;
+  ValuePtr yielded;
 
   ValuePtr pop();
   ValuePtr& top(size_t depth = 0);
@@ -95,6 +98,10 @@ class Tracer {
   // The event stream (csrc/record/) while a recorder is attached; null when nobody listens,
   // which is the interpreter's only per-instruction cost of recording.
   std::shared_ptr<record::TraceEvents> events;
+
+  // Run when the trace ends: values that can reach themselves (a generator whose frame holds
+  // it) drop what they hold, so the reference cycles are broken.
+  std::vector<std::function<void()>> at_end;
 
   CodeInfo& code_info(PyObject* code);
   // The same, shared: a trace result keeps its root code's decoded copy for codegen.

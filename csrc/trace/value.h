@@ -8,6 +8,7 @@
 
 #include <Python.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,13 @@ class Value : public std::enable_shared_from_this<Value> {
   // A method read from another value and not called yet (`x.sum`, `xs.append`): that value
   // and the attribute name, so generated code can read it again at a graph break.
   virtual std::pair<ValuePtr, std::string> bound_attribute() const { return {}; }
+  // Iterators (loop iterators, generators, map/filter/zip objects): the next item, or null
+  // once exhausted. Advancing is journaled, so a rolled-back instruction un-advances it.
+  virtual bool is_iterator() const { return false; }
+  virtual ValuePtr next_item(Tracer& tracer);
+  // For mutable kinds the journal has no record of its own for (sets, generators): what puts
+  // the value's current state back on rollback; null for immutable kinds.
+  virtual std::function<void()> saved_state() { return nullptr; }
 
  private:
   guards::SourcePtr source_;
@@ -210,6 +218,8 @@ class IteratorValue : public Value {
   std::string repr() const override;
   ValuePtr next();  // null when exhausted
   std::optional<Args> unpack(Tracer& tracer) override;
+  bool is_iterator() const override { return true; }
+  ValuePtr next_item(Tracer& tracer) override;
   size_t position() const { return position_; }
   void set_position(size_t position) { position_ = position; }
 

@@ -3,6 +3,7 @@
 // trace relies on.
 #include "trace/comptime.h"
 #include "trace/tracer.h"
+#include "trace/values/partial.h"
 
 namespace bytegraph::trace {
 
@@ -181,6 +182,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   } depth_scope{wrap_depth_};
   using K = GuardLog::Kind;
   ObjectKind kind = classify(real);
+  // functools.partial, operator.itemgetter/attrgetter (classes and instances): known calls.
+  if (kind == ObjectKind::UserClass || kind == ObjectKind::Object || kind == ObjectKind::Class || kind == ObjectKind::Unknown)
+    if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
   switch (kind) {
     case ObjectKind::Constant:
       guards.add(is_literal(real) ? K::Equals : K::Id, source, real);

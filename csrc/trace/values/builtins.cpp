@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "trace/operators.h"
+#include "trace/values/builtin_iteration.h"
+#include "trace/values/strings.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -100,6 +102,15 @@ ValuePtr call_isinstance(Tracer& tracer, const Args& args) {
   return make_bool(result == 1);
 }
 
+// Values of builtin types without an instance dict (containers, views, generators, functions
+// made in the trace): their attributes are their type's.
+PyObject* attributes_from_type(const ValuePtr& value) {
+  if (value->real_object() || value->is_constant() || value->is_tensor()) return nullptr;
+  auto* type = reinterpret_cast<PyTypeObject*>(value->python_type());
+  if (type == nullptr || (type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;
+  return type->tp_dictoffset == 0 || type == &PyFunction_Type ? (PyObject*)type : nullptr;
+}
+
 // The attribute, or null where reading it raises AttributeError. Symbolic objects and modules
 // read it symbolically (their guards then say why it is missing); other values only say
 // whether the real object has it, where that cannot change (classes, modules, functions are
@@ -117,6 +128,10 @@ ValuePtr attribute_or_null(Tracer& tracer, const ValuePtr& owner, const std::str
     tracer.pin_identity(owner);
     if (!PyObject_HasAttrString(real, name.c_str())) return nullptr;
   }
+  if (PyObject* type = attributes_from_type(owner); type && !PyObject_HasAttrString(type, name.c_str())) return nullptr;
+  if (owner->is_constant() && !PyObject_HasAttrString(owner->constant(), name.c_str())) return nullptr;
+  if (auto* tensor = dynamic_cast<TensorValue*>(owner.get()); tensor && !PyObject_HasAttrString(tensor->fake(), name.c_str()))
+    return nullptr;
   return owner->get_attr(tracer, name);
 }
 
@@ -139,6 +154,7 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   if (args[0]->is_constant()) return make_bool(PyObject_HasAttr(args[0]->constant(), args[1]->constant()));
   if (auto* tensor = dynamic_cast<TensorValue*>(args[0].get()))
     return make_bool(PyObject_HasAttr(tensor->fake(), args[1]->constant()));
+  if (PyObject* type = attributes_from_type(args[0])) return make_bool(PyObject_HasAttr(type, args[1]->constant()));
   try {
     args[0]->get_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
     return make_bool(true);
@@ -147,13 +163,25 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   }
 }
 
-ValuePtr call_enumerate(Tracer& tracer, const Args& args) {
-  long start = args.size() > 1 && args[1]->is_constant() ? PyLong_AsLong(args[1]->constant()) : 0;
-  Args items;
-  long index = start;
-  for (auto& item : unpack_or_fail(tracer, args[0], "enumerate"))
-    items.push_back(std::make_shared<SequenceValue>(false, Args{make_int(index++), item}));
-  return std::make_shared<IteratorValue>(std::move(items));
+ValuePtr call_issubclass(Tracer& tracer, const Args& args) {
+  PyObject* cls = args[0]->is_constant() ? args[0]->constant() : args[0]->real_object();
+  if (cls == nullptr || !PyType_Check(cls)) unsupported("unsupported_call", "issubclass of " + args[0]->repr());
+  py::Ref<> classes = class_object(tracer, args[1]);
+  int result = PyObject_IsSubclass(cls, classes.get());
+  check_status(result);
+  return make_bool(result == 1);
+}
+
+// callable(x): decided by the type (tp_call), known for every kind the tracer calls.
+ValuePtr call_callable(const ValuePtr& value) {
+  if (value->is_constant()) return make_bool(PyCallable_Check(value->constant()));
+  if (value->is_tensor()) return make_bool(false);
+  if (PyObject* real = value->real_object()) return make_bool(PyCallable_Check(real));
+  if (value->bound_attribute().first || dynamic_cast<UserFunctionValue*>(value.get()) ||
+      dynamic_cast<BoundMethodValue*>(value.get()))
+    return make_bool(true);
+  if (PyObject* type = value->python_type()) return make_bool(reinterpret_cast<PyTypeObject*>(type)->tp_call != nullptr);
+  unsupported("unsupported_call", "callable() of " + value->repr());
 }
 
 ValuePtr call_zip(Tracer& tracer, const Args& args) {
@@ -319,17 +347,15 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
   if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
   if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
-  if (function == builtin("iter") && args.size() == 1)
-    return std::make_shared<IteratorValue>(unpack_or_fail(tracer, args[0], "iter"));
-  if (function == builtin("next") && args.size() == 1) {
-    auto* iterator = dynamic_cast<IteratorValue*>(args[0].get());
-    if (!iterator) unsupported("unsupported_call", "next() of " + args[0]->repr());
-    tracer.journal.save(args[0]);
-    ValuePtr item = iterator->next();
-    if (!item) unsupported("stop_iteration", "next() on an exhausted iterator");
-    return item;
-  }
-  if (function == builtin("enumerate") && !args.empty()) return call_enumerate(tracer, args);
+  if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
+  if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
+  if (function == builtin("id")) unsupported("unsupported_builtin", "id() is the object's address at run time");
+  if ((function == builtin("str") || function == builtin("repr") || function == builtin("ascii")) && args.size() == 1 &&
+      kwargs.empty() && !all_constant(args))
+    return stringify(tracer, args[0], function == builtin("str") ? 's' : function == builtin("repr") ? 'r' : 'a');
+  if (function == builtin("format") && (args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args))
+    return format_value(tracer, args[0], args.size() == 2 ? args[1] : nullptr);
+  if (ValuePtr result = call_iteration_builtin(tracer, function, args, kwargs)) return result;
   if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
   if (function == builtin("super")) return call_super(tracer, args);
   if (function == builtin("type") && args.size() == 1 && args[0]->python_type())

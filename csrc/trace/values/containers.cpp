@@ -3,6 +3,8 @@
 // to be replayed after the graph runs).
 #include "trace/operators.h"
 #include "trace/tracer.h"
+#include "trace/values/dict_views.h"
+#include "trace/values/list_methods.h"
 
 namespace bytegraph::trace {
 
@@ -29,9 +31,14 @@ class ContainerMethodValue : public Value {
   std::string repr() const override { return "GetAttrVariable(" + self_->repr() + ", " + name_ + ")"; }
   std::pair<ValuePtr, std::string> bound_attribute() const override { return {self_, name_}; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
-    if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
-    if (auto* seq = dynamic_cast<SequenceValue*>(self_.get())) return call_sequence(tracer, *seq, args);
-    return call_dict(tracer, static_cast<DictValue&>(*self_), args);
+    if (auto dict = std::dynamic_pointer_cast<DictValue>(self_))
+      if (ValuePtr result = call_dict_method(tracer, dict, name_, args, kwargs)) return result;
+    if (dynamic_cast<SequenceValue*>(self_.get()))
+      if (ValuePtr result = call_list_method(tracer, std::static_pointer_cast<SequenceValue>(self_), name_, args, kwargs))
+        return result;
+    auto* seq = dynamic_cast<SequenceValue*>(self_.get());
+    if (!seq || !kwargs.empty()) unsupported("unsupported_call", repr() + " with these arguments");
+    return call_sequence(tracer, *seq, args);
   }
 
  private:
@@ -76,32 +83,6 @@ class ContainerMethodValue : public Value {
       }
       if (name_ == "index" && first < 0) unsupported("value_error", "index(): value not in list");
       return ConstantValue::make(check(PyLong_FromLong(name_ == "index" ? first : count)));
-    }
-    unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
-  }
-
-  ValuePtr call_dict(Tracer& tracer, DictValue& dict, const Args& args) {
-    if ((name_ == "keys" || name_ == "values" || name_ == "items") && args.empty()) {
-      Args items;
-      for (size_t i = 0; i < dict.keys.size(); ++i) {
-        ValuePtr key = ConstantValue::make(dict.keys[i].copy());
-        if (name_ == "keys") items.push_back(key);
-        else if (name_ == "values") items.push_back(dict.values[i]);
-        else items.push_back(std::make_shared<SequenceValue>(false, Args{key, dict.values[i]}));
-      }
-      return std::make_shared<SequenceValue>(true, std::move(items));
-    }
-    if (name_ == "get" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
-      int index = dict.find(args[0]->constant());
-      if (index >= 0) return dict.values[index];
-      return args.size() == 2 ? args[1] : ConstantValue::none();
-    }
-    if (name_ == "update" && args.size() == 1) {
-      auto* other = dynamic_cast<DictValue*>(args[0].get());
-      if (!other) unsupported("unsupported_call", "dict.update with " + args[0]->repr());
-      tracer.will_mutate(self_);
-      for (size_t i = 0; i < other->keys.size(); ++i) dict.set_item(other->keys[i].get(), other->values[i]);
-      return ConstantValue::none();
     }
     unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
   }
@@ -152,6 +133,7 @@ ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
   static const char* methods[] = {"append", "extend", "insert", "pop", "index", "count"};
   for (const char* method : methods)
     if (name == method) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
+  if (is_list_method(name, is_list_)) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
   unsupported("unsupported_attribute", repr() + "." + name);
 }
 
@@ -207,9 +189,7 @@ void DictValue::set_item(PyObject* key, ValuePtr value) {
 }
 
 ValuePtr DictValue::get_attr(Tracer&, const std::string& name) {
-  static const char* methods[] = {"keys", "values", "items", "get", "update"};
-  for (const char* method : methods)
-    if (name == method) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
+  if (is_dict_method(name)) return std::make_shared<ContainerMethodValue>(shared_from_this(), name);
   unsupported("unsupported_attribute", repr() + "." + name);
 }
 

@@ -11,10 +11,21 @@ ValuePtr UserFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs&
   return tracer.inline_call(*this, args, kwargs);
 }
 
-ValuePtr UserFunctionValue::get_attr(Tracer&, const std::string& attr) {
+ValuePtr UserFunctionValue::get_attr(Tracer& tracer, const std::string& attr) {
   if (attr == "__name__") return ConstantValue::make(check(PyUnicode_FromString(name.c_str())));
   if (attr == "__code__") return ConstantValue::make(code.copy());
   if (attr == "__call__") return shared_from_this();
+  // A real function's own attributes (`__wrapped__` set by functools.wraps, `__qualname__`,
+  // `__module__`, `__doc__`): plain data, read where they are and guarded there.
+  static const char* metadata[] = {"__qualname__", "__module__", "__doc__"};
+  bool is_metadata = false;
+  for (const char* known : metadata) is_metadata = is_metadata || attr == known;
+  PyObject** instance_dict = function ? _PyObject_GetDictPtr(function.get()) : nullptr;
+  bool in_dict = instance_dict && *instance_dict && PyDict_GetItemString(*instance_dict, attr.c_str());
+  if (function && (is_metadata || in_dict)) {
+    py::Ref<> real = check(PyObject_GetAttrString(function.get(), attr.c_str()));
+    return tracer.wrap(real.get(), source() ? guards::attr_source(source(), attr) : nullptr);
+  }
   unsupported("unsupported_attribute", repr() + "." + attr);
 }
 

@@ -100,7 +100,7 @@ bool ConstantValue::truthy(Tracer&) const {
 std::optional<Args> ConstantValue::unpack(Tracer&) {
   PyObject* object = object_.get();
   if (!(PyTuple_Check(object) || PyList_Check(object) || PyUnicode_Check(object) ||
-        PyRange_Check(object) || PyBytes_Check(object)))
+        PyRange_Check(object) || PyBytes_Check(object) || PyAnySet_Check(object)))
     return std::nullopt;
   py::Ref<> items = check(PySequence_List(object));
   Args values;
@@ -124,6 +124,13 @@ ValuePtr ConstantValue::get_item(Tracer&, const ValuePtr& key) {
 std::string IteratorValue::repr() const {
   return "ListIteratorVariable(length=" + std::to_string(items_.size()) + ", index=" +
          std::to_string(position_) + ")";
+}
+
+ValuePtr Value::next_item(Tracer&) { unsupported("unsupported_iteration", "next() of " + repr()); }
+
+ValuePtr IteratorValue::next_item(Tracer& tracer) {
+  tracer.journal.save(shared_from_this());
+  return next();
 }
 
 ValuePtr IteratorValue::next() {

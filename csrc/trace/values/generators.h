@@ -1,0 +1,48 @@
+// Generators made by calling a generator function (genexprs included) in traced code.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+// A generator whose frame runs a step at a time: each item its consumer asks for resumes the
+// frame up to the next yield, so whatever the generator and its consumer do in between (a
+// list one appends to and the other reads, an early stop of any() or next()) happens in the
+// order the real program does it. Only next() is understood (send() of a value other than
+// None and throw() are breaks).
+class GeneratorValue : public Value {
+ public:
+  GeneratorValue(FrameState frame, std::string name) : frame_(std::move(frame)), name_(std::move(name)) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)&PyGen_Type; }
+  bool truthy(Tracer&) const override { return true; }
+  bool is_iterator() const override { return true; }
+  ValuePtr next_item(Tracer& tracer) override;
+  // The items not consumed yet (consuming them): tuple(gen), sum(gen), `a, b = gen`.
+  std::optional<Args> unpack(Tracer& tracer) override;
+  std::function<void()> saved_state() override;
+  // What the generator function returned, once it has (`x = yield from gen`); None before.
+  ValuePtr returned() const;
+  // Drops the frame's values (the trace is over): a generator reachable from its own frame
+  // would otherwise keep itself alive.
+  void release();
+
+ private:
+  FrameState frame_;
+  std::string name_;
+  bool finished_ = false;
+  bool running_ = false;
+  ValuePtr returned_;
+};
+
+// What calling a generator function returns: a generator over its bound frame, not started.
+ValuePtr make_generator(Tracer& tracer, FrameState frame, const std::string& name);
+
+// The remaining items of an iterator (generators run, lazy iterators advanced), consuming
+// them; more than 10000 is a break (an infinite generator).
+Args drain(Tracer& tracer, Value& iterator);
+
+}  // namespace bytegraph::trace

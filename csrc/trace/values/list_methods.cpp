@@ -1,0 +1,86 @@
+// List methods and sorting: see values/list_methods.h.
+#include "trace/values/list_methods.h"
+
+#include "trace/operators.h"
+
+namespace bytegraph::trace {
+
+bool is_list_method(const std::string& name, bool is_list) {
+  if (!is_list) return false;
+  static const char* names[] = {"copy", "reverse", "sort", "clear", "remove"};
+  for (const char* known : names)
+    if (name == known) return true;
+  return false;
+}
+
+Args sort_items(Tracer& tracer, const Args& items, const ValuePtr& key, bool reverse) {
+  py::Ref<> keys = check(PyList_New(static_cast<Py_ssize_t>(items.size())));
+  for (size_t i = 0; i < items.size(); ++i) {
+    ValuePtr sort_key = key ? key->call(tracer, {items[i]}, {}) : items[i];
+    py::Ref<> real = constant_of(sort_key);
+    if (!real) unsupported("unsupported_call", "sorting by " + sort_key->repr() + ", which is not a constant");
+    PyList_SET_ITEM(keys.get(), static_cast<Py_ssize_t>(i), real.release());
+  }
+  // sorted(range(n), key=keys.__getitem__, reverse=reverse): the permutation CPython's sort
+  // makes (stable, reverse kept stable, its comparisons and their errors).
+  py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
+  py::Ref<> sorted = check(PyObject_GetAttrString(builtins.get(), "sorted"));
+  py::Ref<> indices = check(PyObject_CallFunction((PyObject*)&PyRange_Type, "n", static_cast<Py_ssize_t>(items.size())));
+  py::Ref<> getter = check(PyObject_GetAttrString(keys.get(), "__getitem__"));
+  py::Ref<> args = check(PyTuple_Pack(1, indices.get()));
+  py::Ref<> kwargs = check(PyDict_New());
+  check_status(PyDict_SetItemString(kwargs.get(), "key", getter.get()));
+  check_status(PyDict_SetItemString(kwargs.get(), "reverse", reverse ? Py_True : Py_False));
+  py::Ref<> order = check(PyObject_Call(sorted.get(), args.get(), kwargs.get()));
+  Args result;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order.get()); ++i)
+    result.push_back(items[PyLong_AsSsize_t(PyList_GET_ITEM(order.get(), i))]);
+  return result;
+}
+
+ValuePtr call_list_method(Tracer& tracer, const std::shared_ptr<SequenceValue>& list, const std::string& name,
+                          const Args& args, const KwArgs& kwargs) {
+  if (!is_list_method(name, list->is_list())) return nullptr;
+  if (name == "copy" && args.empty() && kwargs.empty()) return std::make_shared<SequenceValue>(true, list->items);
+  if (name == "sort" && args.empty()) {
+    ValuePtr key;
+    bool reverse = false;
+    for (const auto& [keyword, value] : kwargs) {
+      if (keyword == "key") {
+        if (!(value->is_constant() && value->constant() == Py_None)) key = value;
+      } else if (keyword == "reverse" && value->is_constant()) {
+        reverse = value->truthy(tracer);
+      } else {
+        unsupported("unsupported_call", "list.sort with " + keyword + "=" + value->repr());
+      }
+    }
+    Args sorted = sort_items(tracer, list->items, key, reverse);
+    tracer.will_mutate(list);
+    list->items = std::move(sorted);
+    return ConstantValue::none();
+  }
+  if (!kwargs.empty()) return nullptr;
+  if (name == "reverse" && args.empty()) {
+    tracer.will_mutate(list);
+    std::reverse(list->items.begin(), list->items.end());
+    return ConstantValue::none();
+  }
+  if (name == "clear" && args.empty()) {
+    tracer.will_mutate(list);
+    list->items.clear();
+    return ConstantValue::none();
+  }
+  if (name == "remove" && args.size() == 1) {
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      if (member_equal(tracer, list->items[i], args[0])) {
+        tracer.will_mutate(list);
+        list->items.erase(list->items.begin() + static_cast<long>(i));
+        return ConstantValue::none();
+      }
+    }
+    unsupported("value_error", "list.remove(x): x not in list");
+  }
+  return nullptr;
+}
+
+}  // namespace bytegraph::trace

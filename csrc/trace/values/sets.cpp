@@ -1,0 +1,363 @@
+// Sets built in traced code: see values/sets.h.
+#include "trace/values/sets.h"
+
+#include "trace/operators.h"
+#include "trace/values/dict_views.h"
+#include "trace/values/generators.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+// Objects a set may hold by identity: their hash and == are the default ones (object's or
+// type's), so membership cannot run user code or depend on data.
+bool hashed_by_identity(PyObject* object) {
+  PyTypeObject* type = Py_TYPE(object);
+  // Builtin functions hash and compare by their module and definition.
+  if (PyCFunction_CheckExact(object)) return PyCFunction_GET_SELF(object) == nullptr || PyModule_Check(PyCFunction_GET_SELF(object));
+  bool identity_hash = type->tp_hash == PyBaseObject_Type.tp_hash || type->tp_hash == PyType_Type.tp_hash;
+  bool identity_eq = type->tp_richcompare == PyBaseObject_Type.tp_richcompare ||
+                     type->tp_richcompare == PyType_Type.tp_richcompare;
+  return identity_hash && identity_eq;
+}
+
+// The real set of keys of a set-like operand (a set, a frozenset constant, a dict's keys
+// view), or null. `view` tells whether it was a view (whose algebra always returns a set).
+py::Ref<> set_like_keys(const ValuePtr& value, bool* view) {
+  *view = false;
+  if (auto* set = dynamic_cast<SetValue*>(value.get())) return set->keys(set->frozen());
+  if (value->is_constant() && PyAnySet_Check(value->constant())) return py::Ref<>::newref(value->constant());
+  if (auto* keys = dynamic_cast<DictViewValue*>(value.get()); keys && keys->kind() == DictViewValue::Kind::Keys) {
+    *view = true;
+    return keys->key_set();
+  }
+  return nullptr;
+}
+
+// The keys of any iterable argument of a set method (set.update(list), s.union(gen)).
+py::Ref<> iterable_keys(Tracer& tracer, const ValuePtr& value) {
+  bool view = false;
+  if (py::Ref<> keys = set_like_keys(value, &view)) return keys;
+  Args items = value->is_iterator() ? drain(tracer, *value) : [&] {
+    auto unpacked = value->unpack(tracer);
+    if (!unpacked) unsupported("unsupported_set", "the items of " + value->repr());
+    return *unpacked;
+  }();
+  return make_set(tracer, false, items)->keys(false);
+}
+
+std::vector<const SetValue*> sets_among(const Args& values) {
+  std::vector<const SetValue*> sets;
+  for (const auto& value : values)
+    if (auto* set = dynamic_cast<const SetValue*>(value.get())) sets.push_back(set);
+  return sets;
+}
+
+// The result of the set algebra on real key sets, as a symbolic value.
+ValuePtr from_keys(py::Ref<> keys, const Args& operands) {
+  bool frozen = PyFrozenSet_Check(keys.get());
+  auto sources = sets_among(operands);
+  bool constants = true;
+  for (const auto* set : sources) constants = constants && set->only_constants();
+  if (frozen && constants) return ConstantValue::make(std::move(keys));
+  auto result = std::make_shared<SetValue>(frozen);
+  result->assign(keys.get(), sources);
+  return result;
+}
+
+// The set algebra behind an operator.* function: its plain form, and whether the call was
+// the in-place one (|=); null for other functions.
+binaryfunc algebra(PyObject* function, bool* in_place) {
+  static const struct {
+    const char *plain_name, *in_place_name;
+    binaryfunc op;
+  } table[] = {{"or_", "ior", PyNumber_Or}, {"and_", "iand", PyNumber_And},
+               {"sub", "isub", PyNumber_Subtract}, {"xor", "ixor", PyNumber_Xor}};
+  for (const auto& entry : table) {
+    *in_place = function == operator_function(entry.in_place_name);
+    if (*in_place || function == operator_function(entry.plain_name)) return entry.op;
+  }
+  *in_place = false;
+  return nullptr;
+}
+
+int comparison(PyObject* function) {
+  static const std::pair<const char*, int> ops[] = {{"eq", Py_EQ}, {"ne", Py_NE}, {"lt", Py_LT},
+                                                    {"le", Py_LE}, {"gt", Py_GT}, {"ge", Py_GE}};
+  for (const auto& [name, op] : ops)
+    if (function == operator_function(name)) return op;
+  return -1;
+}
+
+ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
+
+// `s.add`, `s.union`, ...: a method of a symbolic set.
+class SetMethodValue : public Value {
+ public:
+  SetMethodValue(std::shared_ptr<SetValue> set, std::string name) : set_(std::move(set)), name_(std::move(name)) {}
+  std::string repr() const override { return "GetAttrVariable(" + set_->repr() + ", " + name_ + ")"; }
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {set_, name_}; }
+
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
+    SetValue& set = *set_;
+    auto mutate = [&] {
+      if (set.frozen()) unsupported("unsupported_call", repr() + " on a frozenset");
+      tracer.will_mutate(set_);
+    };
+    if ((name_ == "add" || name_ == "discard" || name_ == "remove") && args.size() == 1) {
+      mutate();
+      if (name_ == "add") {
+        set.add(tracer, args[0]);
+      } else if (!set.discard(tracer, args[0]) && name_ == "remove") {
+        unsupported("key_error", "KeyError: set.remove of a missing " + args[0]->repr());
+      }
+      return ConstantValue::none();
+    }
+    if (name_ == "clear" && args.empty()) {
+      mutate();
+      set.clear();
+      return ConstantValue::none();
+    }
+    if (name_ == "pop" && args.empty()) {
+      mutate();
+      auto items = set.unpack(tracer);
+      if (items->empty()) unsupported("key_error", "KeyError: pop from an empty set");
+      set.discard(tracer, items->front());
+      return items->front();
+    }
+    if (name_ == "copy" && args.empty()) return from_keys(set.keys(set.frozen()), {set_});
+    if (name_ == "__contains__" && args.size() == 1) return make_bool(set.contains(tracer, args[0]));
+    return call_algebra(tracer, args);
+  }
+
+ private:
+  // The algebra, with any iterables as arguments (s.union([1], gen)).
+  ValuePtr call_algebra(Tracer& tracer, const Args& args) {
+    SetValue& set = *set_;
+    struct Method {
+      const char* name;
+      binaryfunc op;
+      bool in_place;
+    };
+    static const Method methods[] = {
+        {"union", PyNumber_Or, false}, {"intersection", PyNumber_And, false},
+        {"difference", PyNumber_Subtract, false}, {"symmetric_difference", PyNumber_Xor, false},
+        {"update", PyNumber_InPlaceOr, true}, {"intersection_update", PyNumber_InPlaceAnd, true},
+        {"difference_update", PyNumber_InPlaceSubtract, true},
+        {"symmetric_difference_update", PyNumber_InPlaceXor, true}};
+    for (const auto& method : methods) {
+      if (name_ != method.name) continue;
+      py::Ref<> keys = set.keys(set.frozen());
+      Args operands{set_};
+      for (const auto& arg : args) {
+        py::Ref<> other = iterable_keys(tracer, arg);
+        keys = check(method.op(keys.get(), other.get()));
+        operands.push_back(arg);
+      }
+      if (!method.in_place) return from_keys(std::move(keys), operands);
+      if (set.frozen()) unsupported("unsupported_call", repr() + " on a frozenset");
+      tracer.will_mutate(set_);
+      set.assign(keys.get(), sets_among(operands));
+      return ConstantValue::none();
+    }
+    static const std::pair<const char*, int> predicates[] = {{"issubset", Py_LE}, {"issuperset", Py_GE}};
+    for (const auto& [method, op] : predicates) {
+      if (name_ != method || args.size() != 1) continue;
+      py::Ref<> other = iterable_keys(tracer, args[0]);
+      int result = PyObject_RichCompareBool(set.keys(false).get(), other.get(), op);
+      check_status(result);
+      return make_bool(result == 1);
+    }
+    if (name_ == "isdisjoint" && args.size() == 1) {
+      py::Ref<> other = iterable_keys(tracer, args[0]);
+      py::Ref<> common = check(PyNumber_And(set.keys(false).get(), other.get()));
+      return make_bool(PySet_GET_SIZE(common.get()) == 0);
+    }
+    unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
+  }
+
+  std::shared_ptr<SetValue> set_;
+  std::string name_;
+};
+
+}  // namespace
+
+SetValue::SetValue(bool frozen) : frozen_(frozen), keys_(check(PySet_New(nullptr))) {}
+
+std::string SetValue::repr() const {
+  std::string text = frozen_ ? "FrozensetVariable({" : "SetVariable({";
+  PyObject* key;
+  Py_ssize_t position = 0;
+  Py_hash_t hash;
+  bool first = true;
+  while (_PySet_NextEntry(keys_.get(), &position, &key, &hash)) {
+    auto member = members_.find(key);
+    text += (first ? "" : ", ") + (member != members_.end() ? member->second->repr() : py_repr(key));
+    first = false;
+  }
+  return text + "})";
+}
+
+size_t SetValue::size() const { return static_cast<size_t>(PySet_GET_SIZE(keys_.get())); }
+
+py::Ref<> set_key(Tracer& tracer, const ValuePtr& item) {
+  if (item->is_tensor()) unsupported("unsupported_set", "a set holding a tensor (" + item->repr() + ")");
+  py::Ref<> key;
+  if (item->is_constant()) {
+    key = py::Ref<>::newref(item->constant());
+  } else if (auto* seq = dynamic_cast<SequenceValue*>(item.get()); seq && !seq->is_list()) {
+    key = constant_of(item);
+  } else if (PyObject* real = item->real_object(); real && hashed_by_identity(real)) {
+    tracer.pin_identity(item);
+    key = py::Ref<>::newref(real);
+  }
+  if (!key) unsupported("unsupported_set", "a set member " + item->repr());
+  if (PyObject_Hash(key.get()) == -1) throw_python_error();  // unhashable: the real set raises too
+  return key;
+}
+
+void SetValue::add(Tracer& tracer, const ValuePtr& item) {
+  py::Ref<> key = set_key(tracer, item);
+  int present = PySet_Contains(keys_.get(), key.get());
+  check_status(present);
+  if (present) return;  // a set keeps the member it had
+  check_status(PySet_Add(keys_.get(), key.get()));
+  if (!item->is_constant() && !dynamic_cast<SequenceValue*>(item.get())) members_[key.get()] = item;
+}
+
+bool SetValue::discard(Tracer& tracer, const ValuePtr& item) {
+  py::Ref<> key = set_key(tracer, item);
+  // The stored key object (an equal constant may be another object).
+  PyObject* stored = nullptr;
+  PyObject* candidate;
+  Py_ssize_t position = 0;
+  Py_hash_t hash;
+  while (_PySet_NextEntry(keys_.get(), &position, &candidate, &hash)) {
+    int equal = PyObject_RichCompareBool(candidate, key.get(), Py_EQ);
+    check_status(equal);
+    if (equal) stored = candidate;
+  }
+  if (stored == nullptr) return false;
+  members_.erase(stored);
+  check_status(PySet_Discard(keys_.get(), key.get()));
+  return true;
+}
+
+void SetValue::clear() {
+  check_status(PySet_Clear(keys_.get()));
+  members_.clear();
+}
+
+bool SetValue::contains(Tracer& tracer, const ValuePtr& item) const {
+  if (item->is_tensor()) unsupported("unsupported_set", "`in` a set with a tensor (" + item->repr() + ")");
+  py::Ref<> key = set_key(tracer, item);
+  int found = PySet_Contains(keys_.get(), key.get());
+  check_status(found);
+  return found == 1;
+}
+
+py::Ref<> SetValue::keys(bool frozen) const {
+  return check(frozen ? PyFrozenSet_New(keys_.get()) : PySet_New(keys_.get()));
+}
+
+void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& sources) {
+  std::unordered_map<PyObject*, ValuePtr> members;
+  PyObject* key;
+  Py_ssize_t position = 0;
+  Py_hash_t hash;
+  while (_PySet_NextEntry(keys, &position, &key, &hash)) {
+    for (const auto* source : sources) {
+      auto found = source->members_.find(key);
+      if (found != source->members_.end()) {
+        members[key] = found->second;
+        break;
+      }
+    }
+  }
+  if (keys != keys_.get()) {
+    check_status(PySet_Clear(keys_.get()));
+    check_status(_PySet_Update(keys_.get(), keys));
+  }
+  members_ = std::move(members);
+}
+
+std::optional<Args> SetValue::unpack(Tracer&) {
+  Args items;
+  PyObject* key;
+  Py_ssize_t position = 0;
+  Py_hash_t hash;
+  while (_PySet_NextEntry(keys_.get(), &position, &key, &hash)) {
+    auto member = members_.find(key);
+    items.push_back(member != members_.end() ? member->second : ConstantValue::make(py::Ref<>::newref(key)));
+  }
+  return items;
+}
+
+ValuePtr SetValue::get_attr(Tracer&, const std::string& name) {
+  static const char* methods[] = {"add", "discard", "remove", "clear", "pop", "copy", "update", "union",
+                                  "intersection", "difference", "symmetric_difference", "intersection_update",
+                                  "difference_update", "symmetric_difference_update", "issubset", "issuperset",
+                                  "isdisjoint", "__contains__"};
+  for (const char* method : methods)
+    if (name == method) return std::make_shared<SetMethodValue>(std::static_pointer_cast<SetValue>(shared_from_this()), name);
+  unsupported("unsupported_attribute", repr() + "." + name);
+}
+
+py::Ref<> SetValue::as_graph_arg(Tracer&, ArgMode) const {
+  if (!only_constants()) unsupported("unsupported_graph_arg", repr() + " as an argument of a graph operation");
+  return keys(frozen_);
+}
+
+std::function<void()> SetValue::saved_state() {
+  auto keys = std::make_shared<py::Ref<>>(this->keys(false));
+  auto members = members_;
+  return [this, keys, members] {
+    check_status(PySet_Clear(keys_.get()));
+    check_status(_PySet_Update(keys_.get(), keys->get()));
+    members_ = members;
+  };
+}
+
+std::shared_ptr<SetValue> make_set(Tracer& tracer, bool frozen, const Args& items) {
+  auto set = std::make_shared<SetValue>(frozen);
+  for (const auto& item : items) set->add(tracer, item);
+  return set;
+}
+
+ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  if (operands.size() != 2) return nullptr;
+  bool left_view = false, right_view = false;
+  py::Ref<> left = set_like_keys(operands[0], &left_view);
+  py::Ref<> right = set_like_keys(operands[1], &right_view);
+  if (!left && !right) return nullptr;
+  if (int op = comparison(function); op >= 0) {
+    // A set is never equal to something that is not a set (and only ordered against sets).
+    if (!left || !right) {
+      if (op == Py_EQ || op == Py_NE) return make_bool(op == Py_NE);
+      unsupported("unsupported_operator", "ordering a set against a non-set");
+    }
+    int result = PyObject_RichCompareBool(left.get(), right.get(), op);
+    check_status(result);
+    return make_bool(result == 1);
+  }
+  bool in_place = false;
+  binaryfunc op = algebra(function, &in_place);
+  if (op == nullptr || !left || !right) return nullptr;
+  auto* target = dynamic_cast<SetValue*>(operands[0].get());
+  if (in_place && target && !target->frozen()) {
+    // s |= t mutates s (a set made in the trace); on a frozenset it makes a new one.
+    tracer.will_mutate(operands[0]);
+    py::Ref<> keys = check(op(left.get(), right.get()));
+    target->assign(keys.get(), sets_among(operands));
+    return operands[0];
+  }
+  // A view's algebra returns a set whatever the other operand is.
+  if (left_view || right_view) {
+    left = check(PySet_New(left.get()));
+    right = check(PySet_New(right.get()));
+  }
+  return from_keys(check(op(left.get(), right.get())), operands);
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,57 @@
+// Sets and frozensets built in traced code ({a, b}, set comprehensions, set(...)).
+#pragma once
+
+#include <unordered_map>
+
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+// A set whose members the tracer knows: constants (compared by value, as the real set
+// compares them) and objects whose hash and equality are their identity (classes,
+// functions, modules: pinned by identity guards). The members live in a real Python set, so
+// membership, iteration order and the set algebra are CPython's own. A tensor is never a
+// member: its hash is its identity, but `==` on it is data dependent.
+// A frozenset of constants is a ConstantValue; this kind is for mutable sets, and for
+// frozensets holding identity members.
+class SetValue : public Value {
+ public:
+  explicit SetValue(bool frozen);
+  std::string repr() const override;
+  PyObject* python_type() const override { return frozen_ ? (PyObject*)&PyFrozenSet_Type : (PyObject*)&PySet_Type; }
+  bool frozen() const { return frozen_; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  bool truthy(Tracer&) const override { return size() > 0; }
+  std::optional<Args> unpack(Tracer& tracer) override;  // in the real set's order
+  py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
+  std::function<void()> saved_state() override;
+
+  size_t size() const;
+  // Callers journal the set first (mutations made during a rolled-back instruction are undone).
+  void add(Tracer& tracer, const ValuePtr& item);
+  bool discard(Tracer& tracer, const ValuePtr& item);  // whether it was a member
+  void clear();
+  bool contains(Tracer& tracer, const ValuePtr& item) const;
+  // A new real set (or frozenset) of the members' keys: what the set algebra runs on.
+  py::Ref<> keys(bool frozen) const;
+  // Replaces the members by those of `keys` (a real set), taking values from `sources`.
+  void assign(PyObject* keys, const std::vector<const SetValue*>& sources);
+  // Only constants: the set can be folded as a real set (sorted(s), s == {1, 2}).
+  bool only_constants() const { return members_.empty(); }
+
+ private:
+  bool frozen_;
+  py::Ref<> keys_;  // a real set: constants, and the identity members' objects
+  std::unordered_map<PyObject*, ValuePtr> members_;  // identity members, by their object
+};
+
+// A new set (or frozenset) of `items`.
+std::shared_ptr<SetValue> make_set(Tracer& tracer, bool frozen, const Args& items);
+// The key a value has in a set: constants as themselves, identity members as their object;
+// null (after a break for a tensor) where the tracer cannot decide membership.
+py::Ref<> set_key(Tracer& tracer, const ValuePtr& item);
+// |, &, -, ^ and comparisons where an operand is a set, a frozenset or a dict's keys view
+// (in-place forms mutate a set made in the trace); null when no operand is one.
+ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands);
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,81 @@
+// String formatting of symbolic values: see values/strings.h.
+#include "trace/values/strings.h"
+
+#include "trace/operators.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+[[noreturn]] void tensor_text(const ValuePtr& tensor) {
+  unsupported("data_dependent_op", "formatting " + tensor->repr() + " reads its data");
+}
+
+// The real object whose text stands for `value`, or null: objects whose str/repr run no user
+// code and depend on the object alone.
+py::Ref<> textual_object(Tracer& tracer, const ValuePtr& value) {
+  if (py::Ref<> constant = constant_of(value)) return constant;
+  if (value->is_tensor()) tensor_text(value);
+  if (auto items = dynamic_cast<SequenceValue*>(value.get()))
+    for (const auto& item : items->items)
+      if (item->is_tensor()) tensor_text(item);
+  PyObject* real = value->real_object();
+  if (real == nullptr) return nullptr;
+  PyTypeObject* type = Py_TYPE(real);
+  bool plain_class = PyType_Check(real) && type->tp_repr == PyType_Type.tp_repr && type->tp_str == PyType_Type.tp_str;
+  bool plain_module = PyModule_CheckExact(real);
+  bool builtin_function = PyCFunction_Check(real) && PyCFunction_GET_SELF(real) && PyModule_Check(PyCFunction_GET_SELF(real));
+  if (!plain_class && !plain_module && !builtin_function) return nullptr;
+  tracer.pin_identity(value);
+  return py::Ref<>::newref(real);
+}
+
+py::Ref<> convert(PyObject* object, char conversion) {
+  switch (conversion) {
+    case 's': return check(PyObject_Str(object));
+    case 'r': return check(PyObject_Repr(object));
+    case 'a': return check(PyObject_ASCII(object));
+    default: return py::Ref<>::newref(object);
+  }
+}
+
+}  // namespace
+
+py::Ref<> formattable_object(Tracer& tracer, const ValuePtr& value, const char* what) {
+  py::Ref<> object = textual_object(tracer, value);
+  if (!object) unsupported("unsupported_format", std::string(what) + " of " + value->repr());
+  return object;
+}
+
+ValuePtr stringify(Tracer& tracer, const ValuePtr& value, char conversion) {
+  py::Ref<> object = formattable_object(tracer, value, conversion == 'r' ? "repr()" : "str()");
+  return ConstantValue::make(convert(object.get(), conversion));
+}
+
+ValuePtr format_value(Tracer& tracer, const ValuePtr& value, const ValuePtr& spec) {
+  py::Ref<> object = formattable_object(tracer, value, "format()");
+  py::Ref<> spec_object = spec ? formattable_object(tracer, spec, "a format spec") : py::Ref<>();
+  return ConstantValue::make(check(PyObject_Format(object.get(), spec_object.get())));
+}
+
+ValuePtr format_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  if (function != operator_function("mod") || operands.size() != 2 || !operands[0]->is_constant()) return nullptr;
+  PyObject* format = operands[0]->constant();
+  if (!PyUnicode_Check(format) && !PyBytes_Check(format)) return nullptr;
+  py::Ref<> arguments;
+  if (auto* tuple = dynamic_cast<SequenceValue*>(operands[1].get()); tuple && !tuple->is_list()) {
+    arguments = check(PyTuple_New(static_cast<Py_ssize_t>(tuple->items.size())));
+    for (size_t i = 0; i < tuple->items.size(); ++i)
+      PyTuple_SET_ITEM(arguments.get(), static_cast<Py_ssize_t>(i), formattable_object(tracer, tuple->items[i], "%-formatting").release());
+  } else {
+    arguments = formattable_object(tracer, operands[1], "%-formatting");
+  }
+  PyObject* result = PyNumber_Remainder(format, arguments.get());
+  if (result == nullptr) {
+    PythonError error = PythonError::fetch();
+    unsupported("constant_fold_raised", std::string("%-formatting raised ") + error.what());
+  }
+  return ConstantValue::make(py::Ref<>::steal(result));
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,27 @@
+"""Compile-and-compare helper for the tests of Python constructs inside traced code."""
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+
+def capture(fn, *args, ops=None, calls=2, **kwargs):
+    """Compiles `fn` whole (fullgraph: any break raises) with a counting backend, calls it
+    `calls` times on the same arguments and checks each result against eager. Asserts one
+    graph (no recompile on the repeated calls) and, with `ops`, its op count. Returns the last
+    result and the counter."""
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter, fullgraph=True)
+    for _ in range(calls):
+        expected = fn(*args, **kwargs)
+        actual = compiled(*args, **kwargs)
+        assert same(expected, actual), f"{fn.__name__}: compiled {actual!r} != eager {expected!r}"
+    assert counter.frame_count == 1, counter
+    if ops is not None:
+        assert counter.op_count == ops, counter
+    return actual, counter
+
+
+def breaks(fn, *args, **kwargs):
+    """What bytegraph.explain reports for one call of `fn`: (graph count, [break kinds])."""
+    output = bytegraph.explain(fn)(*args, **kwargs)
+    return output.graph_count, [reason.kind for reason in output.break_reasons]

@@ -1,0 +1,115 @@
+"""Builtins over values the tracer knows, torch.Size arithmetic, torch.finfo / iinfo: folded
+at trace time, so the graph holds only the tensor ops."""
+
+import math
+import operator
+
+import pytest
+import torch
+import torch.nn as nn
+
+import bytegraph
+from tests._capture import breaks, capture
+
+
+@pytest.fixture(autouse=True)
+def verified():
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()
+
+
+def _plain(v):
+    return v
+
+
+def test_callable_getattr_hasattr_and_type():
+    def f(x, layer):
+        d, xs = {"a": 1}, [1, 2]
+        answers = [
+            callable(_plain), callable(layer), callable(torch.relu), callable(len), callable(x.sum),
+            callable(lambda: 1), callable(d.get), callable(nn.Linear), not callable(x), not callable(d),
+            not callable(3), hasattr(d, "keys"), not hasattr(xs, "keys"), hasattr(layer, "weight"),
+            hasattr(x, "shape"), not hasattr(3, "nope"), hasattr(math, "pi"),
+            getattr(xs, "missing", None) is None, getattr(math, "tau") == 2 * math.pi,
+            getattr(None, "is_compileable", False) is False, getattr(x, "nope", 1) == 1,
+            getattr(3, "real") == 3,
+            type(d) is dict, type(layer) is nn.Linear, type(x) is torch.Tensor,
+        ]
+        assert all(answers), answers
+        return layer(x) + sum(answers)
+
+    capture(f, torch.randn(2, 4), nn.Linear(4, 4), ops=2)
+
+
+def test_id_is_a_break():
+    def f(x):
+        return x + (id(x) % 2)
+
+    _, kinds = breaks(f, torch.ones(2))
+    assert kinds == ["unsupported_builtin"]
+
+
+def test_reductions_and_iteration_builtins_over_known_items():
+    def f(x):
+        xs = [3, 1, 2]
+        ts = [x, x * 2, x * 3]
+        n = sum(xs) + min(xs) + max(xs) + min(4, 5) + max(xs, key=lambda v: -v)
+        flags = all(v > 0 for v in xs) + any(v > 2 for v in xs) + all([]) + any(())
+        order = sorted(xs, reverse=True) + list(reversed(xs))
+        pairs = dict(zip("abc", xs))
+        indexed = [i * v for i, v in enumerate(xs, start=1)]
+        doubled = list(map(lambda v: 2 * v, xs))
+        odd = list(filter(lambda v: v % 2, xs)) + list(filter(None, [0, 1, 2]))
+        total = sum(ts) + sum(map(torch.sin, ts))
+        return total * (n + flags), order, pairs, indexed, doubled, odd
+
+    capture(f, torch.ones(2), ops=13)
+
+
+def test_numbers_ranges_and_slices():
+    def f(x, n):
+        q, r = divmod(n, 3)
+        r2 = round(2.567, 2) + round(n / 2) + abs(-n)
+        k = math.floor(math.sqrt(n)) + math.gcd(12, n) + int(math.log2(8)) + math.prod([1, 2, 3])
+        span = range(1, n, 2)
+        s = slice(1, None, 2)
+        picked = list(range(10))[s] + [span[-1], len(span), span.step]
+        return x[s] * (q + r + r2 + k + len(picked)) + x[1::2], picked
+
+    capture(f, torch.arange(6.0), 7, ops=4)
+
+
+def test_torch_size_arithmetic_and_comparisons():
+    def f(x, w):
+        size = x.size()
+        out_shape = size[:-1] + (w.shape[1],)             # Size + tuple
+        b, t, c = x.shape                                   # unpacking
+        assert len(size) == 3 and size.numel() == b * t * c and size[-1] == c
+        assert size == (b, t, c) and size != torch.Size([1]) and size > (1,)
+        flat = torch.Size([b * t, c])
+        assert isinstance(out_shape, torch.Size) and type(size[1:]) is torch.Size
+        y = torch.mm(x.view(flat), w).view(out_shape)
+        return y + len(out_shape), tuple(out_shape), flat
+
+    capture(f, torch.randn(2, 3, 4), torch.randn(4, 5), ops=4)
+
+
+def test_finfo_and_iinfo_attributes():
+    def f(x):
+        fi = torch.finfo(x.dtype)
+        low, high, eps = fi.min, torch.finfo(torch.float16).max, fi.eps
+        big = torch.iinfo(torch.int32).max + torch.iinfo(torch.int8).min + torch.iinfo(torch.int64).bits
+        return x.clamp(min=low, max=high) + eps + big + fi.tiny + fi.resolution
+
+    capture(f, torch.randn(4), ops=5)
+    capture(f, torch.randn(4, dtype=torch.float64), ops=5)
+
+
+def test_operator_module_functions():
+    def f(x):
+        get = operator.itemgetter(1)
+        return operator.add(x, get((1, 2))) * operator.mul(2, 3) + operator.truth(x.ndim)
+
+    capture(f, torch.ones(2), ops=3)

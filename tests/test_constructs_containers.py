@@ -1,0 +1,130 @@
+"""Dicts, dict views and lists made inside traced code: their methods, views and membership
+fold at trace time; only the tensor ops reach the graph."""
+
+import collections.abc
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter
+from tests._capture import capture
+
+
+@pytest.fixture(autouse=True)
+def verified():
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()
+
+
+def test_dict_methods_on_a_dict_made_in_the_trace():
+    def f(x):
+        d = {"a": x, "b": 2}
+        d.setdefault("c", 3)
+        d.setdefault("a", None)
+        d.update({"e": 5}, f=6)
+        d.update([("g", 7)])
+        copy = d.copy()
+        popped = d.pop("b") + d.pop("zz", 10)
+        last = d.popitem()
+        total = sum(v for k, v in d.items() if k != "a")
+        return d["a"] * popped + total + len(copy) + last[1] + d.get("c", 0) + d.get("q", 1)
+
+    capture(f, torch.ones(2), ops=6)
+
+
+def test_iterating_a_dict_and_its_views_and_membership():
+    def f(x):
+        d = {"w": 2, "v": 3}
+        keys = d.keys()
+        d["u"] = 4                                   # a view is live: it sees this key
+        for k in d:
+            x = x + d[k]
+        names = [k for k in keys]
+        if "u" in keys and 3 in d.values() and ("w", 2) in d.items() and "z" not in d:
+            x = x * len(keys)
+        return x, names, list(d.values()), sorted(d.items())
+
+    capture(f, torch.ones(2), ops=4)
+
+
+def test_keys_views_in_the_set_algebra():
+    def f(x):
+        d = {"a": 1, "b": 2, "c": 3}
+        common = d.keys() & {"b", "c", "z"}
+        rest = d.keys() - {"a"}
+        if d.keys() == {"a", "b", "c"} and isinstance(common, set):
+            x = x + len(common) + len(rest)
+        return x
+
+    capture(f, torch.ones(2), ops=2)
+
+
+def _consume(**kwargs):
+    return_dict = kwargs.pop("return_dict", True)
+    scale = kwargs.pop("scale")
+    extra = kwargs.setdefault("extra", 1)
+    return return_dict, scale + extra + len(kwargs)
+
+
+def test_kwargs_pop_and_setdefault_in_an_inlined_call():
+    # The transformers pattern: `kwargs.pop("return_dict", ...)` on the **kwargs of a callee.
+    def f(x):
+        return_dict, k = _consume(scale=2, other=3)
+        return x * k if return_dict else x
+
+    capture(f, torch.ones(2), ops=1)
+
+
+def test_list_methods_on_constants_and_sorted_with_keys():
+    def f(x):
+        xs = [3, 1, 2, 1]
+        ys = xs.copy()
+        ys.reverse()
+        ys.sort()
+        zs = sorted(["bb", "a", "ccc"], key=lambda s: -len(s))
+        ws = sorted({"b": 1, "a": 2}.items(), key=lambda kv: kv[1], reverse=True)
+        xs.remove(1)
+        xs.sort(key=lambda v: -v)
+        n = xs.index(2) + xs.count(1) + ys[0]
+        ys.clear()
+        return x + n + len(ys), xs, zs, ws
+
+    capture(f, torch.ones(2), ops=2)
+
+
+def test_isinstance_with_tuples_and_abcs():
+    def f(x, n):
+        checks = [
+            isinstance({}, collections.abc.Mapping),
+            isinstance([], collections.abc.Sequence),
+            isinstance({1}, collections.abc.Set),
+            isinstance({}.keys(), collections.abc.KeysView),
+            isinstance(n, (int, float)),
+            isinstance(x, (list, torch.Tensor)),
+            issubclass(bool, int),
+            issubclass(dict, (collections.abc.Mapping, list)),
+            not isinstance((1,), collections.abc.MutableSequence),
+        ]
+        return x + sum(checks)
+
+    capture(f, torch.ones(2), 3, ops=1)
+
+
+def test_dict_methods_on_an_input_dict_are_written_back():
+    # The frame's own **kwargs-style dict: pop/setdefault/update change the caller's dict,
+    # replayed after the graph.
+    def f(x, options):
+        scale = options.pop("scale")
+        options.setdefault("seen", 1)
+        options.update(done=True)
+        return x * scale
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    eager_options, compiled_options = {"scale": 2, "k": 0}, {"scale": 2, "k": 0}
+    torch.testing.assert_close(compiled(torch.ones(2), compiled_options), f(torch.ones(2), eager_options))
+    assert compiled_options == eager_options == {"k": 0, "seen": 1, "done": True}
+    assert counter.frame_count == 1 and counter.op_count == 1

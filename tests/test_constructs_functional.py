@@ -1,0 +1,90 @@
+"""functools.partial, functools.wraps-decorated functions and operator.itemgetter /
+attrgetter in traced code: calls through them are inlined like direct calls."""
+
+import functools
+import operator
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter
+from tests._capture import capture
+
+
+@pytest.fixture(autouse=True)
+def verified():
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()
+
+
+def _affine(x, scale, shift=0.0, *, power=1):
+    return (x * scale + shift) ** power
+
+
+def test_partials_made_in_the_trace():
+    def f(x):
+        double = functools.partial(_affine, scale=2.0)
+        shifted = functools.partial(double, shift=1.0)          # flattened, as CPython does
+        cube = functools.partial(_affine, x, 1.0, power=3)
+        assert shifted.func is _affine and shifted.keywords == {"scale": 2.0, "shift": 1.0}
+        return double(x) + shifted(x, shift=3.0) + cube() + len(cube.args)
+
+    capture(f, torch.ones(2), ops=12)
+
+
+def test_a_partial_argument_is_guarded_by_its_function_and_arguments():
+    def f(x, fn):
+        return fn(x) + 1
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    for fn in (functools.partial(_affine, scale=2.0), functools.partial(_affine, scale=2.0)):
+        torch.testing.assert_close(compiled(x, fn), f(x, fn))
+    assert counter.frame_count == 1  # a new partial of the same function and arguments
+    for fn in (functools.partial(_affine, scale=3.0), functools.partial(_affine, shift=1.0, scale=2.0),
+               functools.partial(lambda x, scale: x - scale, scale=2.0)):
+        torch.testing.assert_close(compiled(x, fn), f(x, fn))
+    assert counter.frame_count == 4  # each differs in what the call relies on
+
+
+def _logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) * 2
+
+    return wrapper
+
+
+@_logged
+def _decorated(x, k=1):
+    return x + k
+
+
+def test_functools_wraps_decorated_functions_are_inlined():
+    def f(x):
+        assert _decorated.__wrapped__ is not None
+        return _decorated(x, k=3) + _decorated(x)
+
+    assert _decorated.__name__ == "_decorated"
+    capture(f, torch.ones(2), ops=5)
+
+
+_second = operator.itemgetter(1)
+_pair = operator.itemgetter(0, 2)
+_dims = operator.attrgetter("shape", "dtype.is_floating_point")
+
+
+def test_itemgetter_and_attrgetter():
+    def f(x):
+        table = {"w": x * 2, "b": 1}
+        weight = operator.itemgetter("w")(table)
+        a, c = _pair((x, None, x + 1))
+        shape, floating = _dims(x)
+        name_of = operator.attrgetter("__name__")
+        return weight + _second([0, a]) + c + len(shape) + floating + len(name_of(_affine))
+
+    capture(f, torch.ones(2), ops=7)

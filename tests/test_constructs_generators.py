@@ -1,0 +1,124 @@
+"""Generators called from traced code run a step at a time: each item is computed when the
+consumer asks for it, so a generator and its consumer interleave as they do eagerly."""
+
+import pytest
+import torch
+
+import bytegraph
+from tests._capture import capture
+
+
+@pytest.fixture(autouse=True)
+def verified():
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()
+
+
+def _scaled(x, n):
+    for i in range(n):
+        yield x * (i + 1)
+    return n
+
+
+def _chain(x):
+    total = yield from _scaled(x, 2)       # SEND / the generator protocol, with its return value
+    yield from [total * 10, total * 100]   # yield from a list
+    yield from range(2)
+    return "done"
+
+
+def test_yield_from_generators_lists_and_ranges():
+    def f(x):
+        items = list(_chain(x))
+        return items[0] + items[1] + items[2] + items[3] + items[4] + items[5]
+
+    capture(f, torch.ones(2), ops=7)
+
+
+def test_generator_expressions_consumed_by_builtins():
+    def f(x):
+        xs = [1, 2, 3]
+        a = tuple(x * v for v in xs)
+        b = list(v for v in xs if v > 1)
+        c = any(v > 2 for v in xs) + all(v > 0 for v in xs)
+        d = dict((str(v), v) for v in xs)
+        e = sum(x * v for v in xs)
+        g = next(v for v in xs if v > 1)
+        h = sorted((v for v in xs), reverse=True) + [min(v for v in xs), max(v * 2 for v in xs)]
+        s = set(v % 2 for v in xs)
+        j = "-".join(str(v) for v in xs)
+        return a[2] + e + c + g + len(b) + len(d) + len(s) + len(j), h
+
+    capture(f, torch.ones(2), ops=16)
+
+
+def _counter():
+    n = 0
+    while True:          # infinite: only ever consumed lazily
+        yield n
+        n += 1
+
+
+def test_next_on_an_infinite_generator_and_zip_enumerate_map_over_generators():
+    def f(x):
+        gen = _counter()
+        first, second = next(gen), next(gen)
+        pairs = list(zip(_counter(), "abc"))
+        for i, v in enumerate(_counter(), start=1):
+            if i > 2:
+                tagged = i * v
+                break
+        scaled = list(map(lambda v: x * v, (v for v in range(3))))
+        return x * (first + second + len(pairs) + next(gen)) + scaled[2], tagged
+
+    capture(f, torch.ones(2), ops=5)
+
+
+def _reads(seen):
+    for _ in range(3):
+        yield len(seen)
+
+
+def test_a_generator_interleaves_with_its_consumer():
+    # Each step of the generator sees what the consumer appended before asking for it.
+    def f(x):
+        seen = []
+        for n in _reads(seen):
+            seen.append(n)
+        return x + sum(seen), seen
+
+    result, _ = capture(f, torch.ones(2), ops=1)
+    assert result[1] == [0, 1, 2]
+
+
+def _yields_then_breaks(x):
+    yield x + 1
+    bytegraph.graph_break()   # never reached: any() stops at the first truthy item
+    yield x
+
+
+def test_any_and_next_stop_the_generator_where_eager_does():
+    def f(x):
+        gen = _yields_then_breaks(x)
+        first = next(gen)
+        found = any(v is not None for v in _yields_then_breaks(x))
+        return first * 2 if found else first
+
+    capture(f, torch.ones(2), ops=3)
+
+
+def _tree(depth):
+    if depth == 0:
+        yield depth
+        return
+    yield depth
+    yield from _tree(depth - 1)
+
+
+def test_recursive_generators():
+    def f(x):
+        return x + sum(_tree(4))
+
+    capture(f, torch.ones(2), ops=1)

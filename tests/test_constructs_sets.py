@@ -1,0 +1,119 @@
+"""Sets and frozensets inside traced code: literals, comprehensions, set(), methods, the set
+algebra and membership, all folded at trace time (the graph holds only the tensor ops)."""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import bytegraph
+import bytegraph._C as C
+from tests._capture import breaks, capture
+from tests._trace_helpers import trace
+
+
+@pytest.fixture(autouse=True)
+def verified():
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()
+
+
+def test_set_literals_comprehensions_and_membership():
+    def f(x, n):
+        s = {1, 2, n}                       # BUILD_SET
+        t = {*s, 7}                          # SET_UPDATE
+        u = {i * i for i in range(4)}        # SET_ADD in a set comprehension
+        if 9 in u and 5 not in t:
+            x = x + len(s) + len(t) + len(u)
+        return x * 2
+
+    capture(f, torch.ones(3), 3, ops=4)
+
+
+def test_set_constructor_methods_and_iteration_order():
+    def f(x):
+        s = set(["b", "a"])
+        s.add("c")
+        s.discard("a")
+        s.update(("d", "e"), ["f"])
+        s.remove("e")
+        names = sorted(s)
+        for name in s:                       # iteration in the real set's order
+            x = x + len(name)
+        return x * len(names), names
+
+    capture(f, torch.ones(2), ops=5)
+
+
+def test_set_algebra_and_comparisons():
+    def f(x):
+        a = {1, 2, 3}
+        b = frozenset({2, 3, 4})
+        union, common, only_a, either = a | b, a & b, a - b, a ^ b
+        a |= {10}
+        a -= {1}
+        assert type(b | a) is frozenset and type(a | b) is set
+        if common <= union and a >= {2, 10} and a != b and only_a == {1}:
+            x = x + sum(union) + len(either)
+        return x + a.isdisjoint({99}) + a.issubset(range(20))
+
+    capture(f, torch.zeros(2), ops=4)
+
+
+def test_sets_of_classes_and_functions_by_identity():
+    def f(x, layer):
+        kinds = {nn.Linear, nn.Conv2d}
+        acts = {torch.relu, torch.tanh}
+        if type(layer) in kinds:
+            x = layer(x)
+        for act in (torch.relu, torch.sigmoid):
+            if act in acts:
+                x = act(x)
+        return x
+
+    capture(f, torch.randn(2, 4), nn.Linear(4, 3), ops=2)
+
+
+def test_frozensets_are_constants_and_globals_of_them_are_guarded():
+    def f(x, name):
+        if name in _NAMES and frozenset([name]) <= _NAMES:
+            return x + 1
+        return x - 1
+
+    capture(f, torch.ones(2), "a", ops=1)
+    capture(f, torch.ones(2), "z", ops=1)
+
+
+_NAMES = frozenset({"a", "b"})
+
+
+def test_a_set_holding_a_tensor_is_a_break():
+    def f(x):
+        y = x + 1
+        n = len({y})
+        return y * n
+
+    graphs, kinds = breaks(f, torch.ones(2))
+    assert kinds == ["unsupported_set"]
+    assert graphs == 2
+    torch.testing.assert_close(bytegraph.compile(f, backend="eager")(torch.ones(2)), f(torch.ones(2)))
+
+
+def _add_both(s, a, b):
+    s.add(a)
+    s.add(b)
+
+
+def test_set_mutation_in_a_rolled_back_instruction_is_undone():
+    # The second add() breaks (a tensor); rolling back to the call also undoes the first add.
+    def f(x):
+        s = {1}
+        y = x + 1
+        _add_both(s, 2, y)
+        return y * len(s)
+
+    with pytest.raises(C.Unsupported) as info:
+        trace(f, torch.ones(2))
+    assert info.value.kind == "unsupported_set"
+    assert info.value.partial.graph_break["locals"]["s"] == "SetVariable({1})"
