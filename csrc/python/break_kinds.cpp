@@ -85,8 +85,8 @@ constexpr std::array kBreakKinds = {
                                       "function or compute it outside"},
     BreakKind{"unsupported_return", "the function returns a value bytegraph cannot rebuild after the graph; "
                                     "return tensors, constants, containers of them or the arguments"},
-    BreakKind{"unsupported_set", "set elements must be constants or hashable known objects to be captured; use a "
-                                 "tuple or constants"},
+    BreakKind{"unsupported_set", "sets of tensors, or of items unknown at compile time, are not captured; use a list "
+                                 "or tuple"},
     BreakKind{"unsupported_subscript", "this subscript (a symbolic key or slice bound, or an unsupported "
                                        "container) is not captured; index with constants"},
     BreakKind{"untracked_tensor", "the tensor was not read from an argument, a global or a module attribute; "
