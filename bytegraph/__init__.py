@@ -7,6 +7,7 @@ from bytegraph._logging import set_logs
 from bytegraph.comptime import comptime
 from bytegraph.explain import explain
 from bytegraph.api import compile, graph_break, list_backends, optimize, reset
+from bytegraph._dynamic import mark_dynamic, mark_static, maybe_mark_dynamic
 from bytegraph.eval_frame import disable
 from bytegraph.optimized_module import OptimizedModule
 from bytegraph.tracing import trace
@@ -21,6 +22,9 @@ __all__ = [
     "explain",
     "graph_break",
     "list_backends",
+    "mark_dynamic",
+    "mark_static",
+    "maybe_mark_dynamic",
     "optimize",
     "reset",
     "trace",

@@ -19,10 +19,11 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _frame_split, _logging, _resume, backends, config
+from bytegraph import _bridge, _dynamic, _frame_split, _logging, _resume, backends, config
+from bytegraph._bridge_shapes import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
-from bytegraph.exc import GraphBreakError
+from bytegraph.exc import ConstraintViolationError, GraphBreakError
 
 log = logging.getLogger("bytegraph")
 graph_break_log = logging.getLogger("bytegraph.graph_breaks")
@@ -63,7 +64,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # that hold user-style example code (the demo) are not listed, so they can be compiled.
 _INTERNAL_MODULES = (
     "__init__",
+    "_bridge_shapes",
     "_convert_frame",
+    "_dynamic",
     "_extension",
     "_frame",
     "_frame_split",
@@ -137,9 +140,11 @@ class FrameConverter:
         if not self._within_cache_limit(code):
             return None
         misses = _report_recompile(code, self.guard_fail_fn)
+        shapes = _dynamic.ShapePolicy(self.dynamic, _dynamic.frame_shapes(code))
         try:
             result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
-                                          allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
+                                          allow_graph_break=not self.fullgraph, log=_logging.trace_sink(),
+                                          shapes=shapes)
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
         if result.graph_break is not None:
@@ -149,11 +154,13 @@ class FrameConverter:
         gm = result.graph_module
         compiled = None
         if _count_calls(gm) > 0:
-            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name,
+                                             fake_mode=result.fake_mode)
         elif not misses and not result.inputs:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             _never_offer_again(code)
             return None
+        _add_shape_guards(result, code)
         output = result.output if compiled is not None else _outputs_as_inputs(gm, result)
         new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
                                                   compiled, output, result.sources)
@@ -184,7 +191,9 @@ class FrameConverter:
         if _count_calls(gm) > 0:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
-            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
+            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name,
+                                             fake_mode=result.fake_mode)
+        _add_shape_guards(result, code)
         new_code = _C.codegen.generate_break_call(
             code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
             info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode, split.cells)
@@ -281,6 +290,14 @@ def _outputs_as_inputs(gm, result):
     return rewrite(result.output)
 
 
+def _add_shape_guards(result, code):
+    """The ShapeEnv's guards, once the backend (which may add its own) has run."""
+    try:
+        result.add_shape_guards()
+    except ConstraintViolation as error:
+        raise ConstraintViolationError(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}): {error}") from None
+
+
 def _count_calls(gm):
     return sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
 
@@ -333,5 +350,7 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
 
 
 def reset():
-    """Forget compile-time state kept by this layer (resume-function caches, counters)."""
+    """Forget compile-time state kept by this layer (resume-function caches, counters, the
+    sizes each code object has seen for automatic dynamic shapes)."""
     _resume.reset()
+    _dynamic.reset()

@@ -16,12 +16,23 @@ namespace {
 
 class FrameGuardTree final : public GuardTree {
  public:
-  FrameGuardTree() : root_(nullptr) {}
+  explicit FrameGuardTree(ShapeGuards shape_guards) : root_(nullptr), shape_guards_(std::move(shape_guards)) {}
   GuardManager& root() { return root_; }
 
-  bool check(const FrameValues& frame) const override { return root_.check(nullptr, frame); }
+  bool check(const FrameValues& frame) const override {
+    if (shape_guards_.empty()) return root_.check(nullptr, frame);
+    Slots slots(shape_guards_.slot_count());
+    FrameValues with_slots = frame;
+    with_slots.symbol_values = slots.data();
+    return root_.check(nullptr, with_slots) && shape_guards_.check(slots.data());
+  }
   std::string explain_failure(const FrameValues& frame) const override {
-    return root_.explain(nullptr, frame);
+    if (shape_guards_.empty()) return root_.explain(nullptr, frame);
+    Slots slots(shape_guards_.slot_count());
+    FrameValues with_slots = frame;
+    with_slots.symbol_values = slots.data();
+    std::string reason = root_.explain(nullptr, with_slots);
+    return reason.empty() ? shape_guards_.explain(slots.data()) : reason;
   }
   std::vector<std::string> describe() const override {
     std::vector<std::pair<std::string, std::string>> lines;
@@ -30,12 +41,28 @@ class FrameGuardTree final : public GuardTree {
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::string> text;
     for (auto& line : lines) text.push_back(std::move(line.second));
+    for (auto& line : shape_guards_.describe()) text.push_back(std::move(line));
     return text;
   }
-  size_t guard_count() const override { return root_.guard_count(); }
+  size_t guard_count() const override { return root_.guard_count() + shape_guards_.size(); }
 
  private:
+  // The values shape guards read, on the stack for the usual handful.
+  class Slots {
+   public:
+    explicit Slots(size_t count) {
+      if (count > kInline) heap_.resize(count);
+    }
+    int64_t* data() { return heap_.empty() ? inline_ : heap_.data(); }
+
+   private:
+    static constexpr size_t kInline = 16;
+    int64_t inline_[kInline] = {};
+    std::vector<int64_t> heap_;
+  };
+
   GuardManager root_;
+  ShapeGuards shape_guards_;
 };
 
 // The manager checking `source`, creating the managers of its bases on the way.
@@ -54,6 +81,8 @@ struct GuardSet::Impl {
   };
   std::map<std::string, Entry> by_source;  // keyed by repr, so listings come out sorted
   std::vector<LeafPtr> global_state;       // checked on the root, before any source
+  std::vector<std::pair<SourcePtr, SymbolBinding>> bindings;
+  ShapeGuards shape_guards;
 
   void add(const SourcePtr& source, LeafPtr leaf) {
     BYTEGRAPH_CHECK(source != nullptr, "a guard needs a source");
@@ -92,6 +121,30 @@ void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
 }
 
+void GuardSet::add_tensor_match_unchecked(const SourcePtr& source, PyObject* tensor,
+                                          const std::vector<int>& unchecked_sizes,
+                                          const std::vector<int>& unchecked_strides) {
+  impl_->add(source, make_tensor_match_unchecked(tensor, unchecked_sizes, unchecked_strides));
+}
+
+void GuardSet::add_symbol_binding(const SourcePtr& source, const std::string& kind, int dim, int slot) {
+  BYTEGRAPH_CHECK(source != nullptr, "a symbol binding needs a source");
+  SymbolBinding::Kind which;
+  if (kind == "size") which = SymbolBinding::Kind::Size;
+  else if (kind == "stride") which = SymbolBinding::Kind::Stride;
+  else if (kind == "int") which = SymbolBinding::Kind::Int;
+  else throw PythonError::make(PyExc_ValueError, "symbol binding kind must be size, stride or int, got " + kind);
+  if (slot < 0 || (which != SymbolBinding::Kind::Int && dim < 0))
+    throw PythonError::make(PyExc_ValueError, "symbol binding with a negative slot or dimension");
+  SymbolBinding binding(which, dim, slot);
+  impl_->shape_guards.set_slot_name(slot, binding.name(source->repr()));
+  impl_->bindings.emplace_back(source, binding);
+}
+
+void GuardSet::add_shape_guard(PyObject* guard, const std::string& text) {
+  impl_->shape_guards.add(ShapeGuard(parse_shape_expr(guard), text));
+}
+
 void GuardSet::add_global_state_match(bool grad_enabled) {
   if (impl_->global_state.empty()) impl_->global_state.push_back(make_grad_mode_match(grad_enabled));
 }
@@ -108,22 +161,26 @@ std::vector<std::string> GuardSet::describe() const {
     });
     for (const LeafPtr& leaf : leaves) lines.push_back(leaf->describe(repr));
   }
+  for (auto& line : impl_->shape_guards.describe()) lines.push_back(std::move(line));
   return lines;
 }
 
 std::unique_ptr<GuardTree> GuardSet::build() const {
-  auto tree = std::make_unique<FrameGuardTree>();
+  if (int slot = impl_->shape_guards.unbound_slot(); slot >= 0)
+    throw PythonError::make(PyExc_ValueError, "a shape guard reads slot " + std::to_string(slot) + ", which nothing binds");
+  auto tree = std::make_unique<FrameGuardTree>(impl_->shape_guards);
   for (const LeafPtr& leaf : impl_->global_state) tree->root().add_leaf(leaf);
   for (const auto& [repr, entry] : impl_->by_source) {
     GuardManager& manager = manager_for(tree->root(), entry.source);
     for (const LeafPtr& leaf : entry.leaves) manager.add_leaf(leaf);
   }
+  for (const auto& [source, binding] : impl_->bindings) manager_for(tree->root(), source).add_binding(binding);
   tree->root().finalize();
   return tree;
 }
 
 size_t GuardSet::size() const {
-  size_t count = impl_->global_state.size();
+  size_t count = impl_->global_state.size() + impl_->shape_guards.size();
   for (const auto& [repr, entry] : impl_->by_source) count += entry.leaves.size();
   return count;
 }

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "bytecode/liveness.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -38,8 +39,8 @@ class PlanWriter {
       py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
       return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
     }
-    if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
-      py::Ref<> index = check(PyLong_FromLong(output_index(tensor->node())));
+    if (int node = graph_node_of(value); node >= 0) {  // a tensor or a symbolic number
+      py::Ref<> index = check(PyLong_FromLong(output_index(node)));
       return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
     }
     if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));

@@ -20,6 +20,9 @@ class GuardLog {
   enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None };
 
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
+  // TENSOR_MATCH on `tensor`, leaving the listed (symbolic) sizes and strides to the shape guards.
+  void add_tensor(const guards::SourcePtr& source, PyObject* tensor, std::vector<int> unchecked_sizes,
+                  std::vector<int> unchecked_strides);
   size_t size() const { return entries_.size(); }
   void truncate(size_t length);
   // Drops the guard of `kind` on `source` (a value that turned out not to matter).
@@ -35,6 +38,7 @@ class GuardLog {
     py::Ref<> object;
     Py_ssize_t length;
     std::string key;  // kind and source name, for de-duplication
+    std::vector<int> unchecked_sizes, unchecked_strides;  // Tensor: left to the shape guards
   };
   std::vector<Entry> entries_;
   std::unordered_set<std::string> keys_;

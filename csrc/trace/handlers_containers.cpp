@@ -1,6 +1,7 @@
 // Building and unpacking tuples, lists, dicts, slices and strings.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -37,6 +38,10 @@ void build_const_key_map(Tracer&, FrameState& frame, const Instruction& inst) {
 
 void build_slice(Tracer&, FrameState& frame, const Instruction& inst) {
   Args parts = frame.pop_n(inst.arg);
+  if (ValuePtr slice = symbolic_slice(parts)) {
+    frame.push(std::move(slice));
+    return;
+  }
   for (const auto& part : parts)
     if (!part->is_constant()) unsupported("unsupported_subscript", "slice with a symbolic bound " + part->repr());
   py::Ref<> slice = check(PySlice_New(parts[0]->constant(), parts[1]->constant(),

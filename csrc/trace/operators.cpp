@@ -3,6 +3,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "trace/symbolic.h"
+
 namespace bytegraph::trace {
 
 PyObject* operator_function(const char* name) {
@@ -141,6 +143,7 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
   static const char* comparisons[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   for (const char* name : comparisons)
     if (function == operator_function(name) && all_constant(operands)) return fold(function, operands);
+  if (ValuePtr result = symbolic_operator(tracer, function, operands)) return result;
   for (const auto& operand : operands) {
     if (operand->is_tensor())
       return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});

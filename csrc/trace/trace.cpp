@@ -4,6 +4,7 @@
 
 #include "record/trace_events.h"
 #include "trace/interpreter.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -48,8 +49,8 @@ int output_index(std::vector<int>& outputs, int node) {
 py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int>& outputs,
                           std::vector<guards::SourcePtr>& sources) {
   const Bridge& bridge = tracer.bridge;
-  if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
-    py::Ref<> index = check(PyLong_FromLong(output_index(outputs, tensor->node())));
+  if (int node = graph_node_of(value); node >= 0) {  // a tensor or a symbolic number
+    py::Ref<> index = check(PyLong_FromLong(output_index(outputs, node)));
     return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
   }
   if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
@@ -84,7 +85,7 @@ py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int
 std::vector<int> live_tensor_outputs(const FrameState& frame) {
   std::vector<int> outputs;
   auto add = [&](const ValuePtr& value) {
-    if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) output_index(outputs, tensor->node());
+    if (int node = graph_node_of(value); node >= 0) output_index(outputs, node);
   };
   for (const auto& value : frame.stack) if (value) add(value);
   for (const auto& value : frame.locals) if (value) add(value);
@@ -110,7 +111,7 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   return trace_frame(function, slots.data(), count, log);
 }
 
-TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log) {
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log, PyObject* shapes) {
   if (!PyFunction_Check(function)) throw PythonError::make(PyExc_TypeError, "trace_frame needs a Python function");
   // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
   const Bridge& bridge = Bridge::get();
@@ -127,7 +128,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
       PyErr_Restore(type, value, traceback);
     }
   } restore_grad_mode{bridge, grad_enabled.get()};
-  Tracer tracer(py::Ref<>::newref(function));
+  Tracer tracer(py::Ref<>::newref(function), shapes == Py_None ? nullptr : shapes);
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
   if (record::Recorder* recorder = record::attached())
     tracer.events = std::make_shared<record::TraceEvents>(*recorder, tracer);
@@ -146,6 +147,8 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     trace_result.break_state = describe_break_state(tracer, frame, outputs, trace_result.sources);
     if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
   }
+  // Size arithmetic nothing uses (a comparison answered while tracing) is not computed.
+  tracer.graph.drop_unused_pure_nodes(outputs);
   // Tensors read (e.g. as items of an input list) but never used are not inputs, and their
   // metadata does not matter: drop the placeholder and its tensor guard.
   for (int dropped : tracer.graph.drop_unused_placeholders(outputs)) {
@@ -165,6 +168,11 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   // The graph was traced under the grad mode the frame started with.
   trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
   trace_result.guards = trace_result.guard_set->describe();
+  if (tracer.shapes->active()) {
+    trace_result.shape_session = py::Ref<>::newref(tracer.session());
+    trace_result.shape_sources = tracer.shapes->input_sources;
+    trace_result.fake_mode = check(PyObject_GetAttrString(tracer.session(), "mode"));
+  }
   if (tracer.events) tracer.events->end_trace(trace_result.graph_module.get(), trace_result.guards);
   return trace_result;
 }

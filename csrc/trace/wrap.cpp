@@ -2,6 +2,7 @@
 // object becomes its symbolic value, with the source it was read from and the guards the
 // trace relies on.
 #include "trace/comptime.h"
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -21,6 +22,15 @@ bool is_literal(PyObject* value) {
   return true;
 }
 
+// Int arguments (or items of argument tuples/lists) may become symbolic; ints read from
+// globals, attributes or defaults stay constants, as under torch.compile.
+bool is_argument(const SourcePtr& source) {
+  using K = guards::Source::Kind;
+  if (!source) return false;
+  if (source->kind == K::Local) return true;
+  return source->kind == K::Item && is_argument(source->base);
+}
+
 bool is_direct(const SourcePtr& source) {
   using K = guards::Source::Kind;
   return source && (source->kind == K::Local || source->kind == K::Global ||
@@ -33,8 +43,10 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   for (const auto& input : inputs)
     if (input.real.get() == real) return input.value;  // the same tensor passed twice
   if (!source) unsupported("untracked_tensor", "a tensor with no known source");
-  guards.add(GuardLog::Kind::Tensor, source, real);
-  py::Ref<> fake = check(PyObject_CallOneArg(fake_input_.get(), real));
+  // Symbolic sizes get their own placeholders, before the tensor's.
+  SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
+  guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
+  py::Ref<> fake = std::move(input.fake);
   std::string name = graph.unique_name(graph::identifier_from(source->repr()));
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
   graph::Node& node = graph.append(graph::Op::Placeholder, std::move(target), nullptr, nullptr,
@@ -118,6 +130,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   ObjectKind kind = classify(real);
   switch (kind) {
     case ObjectKind::Constant:
+      if (PyLong_CheckExact(real) && is_argument(source))
+        if (ValuePtr symbolic = shapes->int_input(real, source)) return symbolic;
       guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:
