@@ -175,23 +175,123 @@ class Session:
         return twin
 
 
-# Kinds returned by classify(); the C++ side switches on these small ints' names.
+# ---- the classification of objects and callables ----------------------------------------
+#
+# Every object the tracer reads is classified once here (csrc/trace/bridge.cpp maps the kind
+# names to its enum). Callables fall in exactly one class:
+#   graph op        "torch_function": recorded as a call_function node. Only ATen-backed
+#                   callables (torch's C op namespaces, torch.ops, Tensor methods) and the
+#                   public functions of torch.nn.functional / torch.functional.
+#   inlined         "user_function": Python code, torch's own helpers included (dead pure
+#                   calls then vanish instead of becoming nodes).
+#   folded          "folded": a query whose answer under tracing is known (is_compiling() is
+#                   True, torch.jit.is_scripting() is False, has_torch_function() is False).
+#   folded for real "pure_function": run on constant arguments (math.*, torch.Size(...)).
+#   a break         "graph_break" / "disabled" / "unknown": explicit breaks, functions
+#                   wrapped by torch.compiler.disable, and any C function it does not know
+#                   (RNG state, profiler, I/O): nothing unknown enters a graph.
+
 _CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                    torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size,
-                   types.CodeType, range, slice)
+                   torch.finfo, torch.iinfo, types.CodeType, range, slice)
 _FOLDABLE_MODULES = ("math", "operator", "_operator")
+# Constructors of constants: folded on constant arguments.
+_CONSTANT_CONSTRUCTORS = (torch.Size, torch.device, torch.finfo, torch.iinfo)
+
+# C namespaces whose functions are ATen operators (torch.add is torch._C._VariableFunctions.add).
+_OP_NAMESPACES = ("_VariableFunctions", "_nn", "_linalg", "_fft", "_special", "_nested", "_sparse")
+# Python modules whose public functions are operators on tensors.
+_OP_PYTHON_MODULES = ("torch.nn.functional", "torch.functional")
 
 
-def _is_torch_callable(obj) -> bool:
-    module = getattr(obj, "__module__", None) or ""
-    if module == "torch" or module.startswith("torch.") or module.startswith("torch._C"):
+def _collect_graph_ops():
+    ids = set()
+    for name in _OP_NAMESPACES:
+        namespace = getattr(torch._C, name, None)
+        if namespace is None:
+            continue
+        for attr in dir(namespace):
+            obj = getattr(namespace, attr, None)
+            if isinstance(obj, types.BuiltinFunctionType):
+                ids.add(id(obj))
+    return frozenset(ids)
+
+
+_GRAPH_OP_IDS = _collect_graph_ops()
+
+
+def _folded_queries():
+    """{id(function): (function, result under tracing)} for queries whose traced answer is known."""
+    table = {}
+
+    def add(fn, result):
+        if fn is not None:
+            table[id(fn)] = (fn, result)
+
+    add(torch.compiler.is_compiling, True)
+    add(getattr(torch.compiler, "is_dynamo_compiling", None), True)
+    add(getattr(torch.compiler, "is_exporting", None), False)
+    add(getattr(torch._utils, "is_compiling", None), True)
+    add(torch.jit.is_scripting, False)
+    add(torch.jit.is_tracing, False)
+    add(getattr(torch._C, "_get_tracing_state", None), None)
+    # Tensor subclasses with __torch_function__ are opaque to the tracer (classify), so on
+    # everything it traces these are False.
+    for name in ("_has_torch_function", "_has_torch_function_unary", "_has_torch_function_variadic"):
+        add(getattr(torch._C, name, None), False)
+    add(getattr(torch._C, "_log_api_usage_once", None), None)
+    return table
+
+
+_FOLDED = _folded_queries()
+# Registered by bytegraph.is_compiling and friends (see register_folded).
+_EXTRA_FOLDED = {}
+# Process-wide queries that read configuration, not tensors: run for real on constants.
+_PURE_TORCH_QUERIES = frozenset(id(fn) for fn in (
+    torch.is_grad_enabled, torch.get_default_dtype, torch.is_inference_mode_enabled,
+    torch.are_deterministic_algorithms_enabled, torch.cuda.is_available, torch.cuda.device_count,
+    torch.is_autocast_enabled, torch.get_autocast_dtype if hasattr(torch, "get_autocast_dtype") else None,
+    torch.backends.mps.is_available, torch.distributed.is_available,
+) if fn is not None)
+
+
+def register_folded(fn, result):
+    """Calls of `fn` in traced code evaluate to `result` (for bytegraph's own queries)."""
+    _EXTRA_FOLDED[id(fn)] = (fn, result)
+
+
+def folded_result(fn):
+    """The value a call of a "folded" callable has under tracing."""
+    entry = _FOLDED.get(id(fn)) or _EXTRA_FOLDED.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        raise KeyError(f"{fn!r} is not a folded callable")
+    return entry[1]
+
+
+def _is_torch_module_name(module) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+def _is_graph_op(obj) -> bool:
+    if id(obj) in _GRAPH_OP_IDS:
         return True
-    # Some torch builtins (torch._C._nn.linear, torch.relu) report no module; look at __self__.
-    owner = getattr(obj, "__self__", None)
-    if isinstance(owner, types.ModuleType):
-        name = owner.__name__
-        return name == "torch" or name.startswith("torch.")
+    if isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return True
+    if isinstance(obj, types.FunctionType):
+        return obj.__module__ in _OP_PYTHON_MODULES and not obj.__name__.startswith("_")
+    if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        # torch.Tensor.add used as a function.
+        owner = getattr(obj, "__objclass__", None)
+        return isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object
     return False
+
+
+def _is_dynamo_graph_break(obj) -> bool:
+    # Only if the user's program imported torch._dynamo itself: then it is in sys.modules.
+    import sys
+
+    dynamo = sys.modules.get("torch._dynamo")
+    return dynamo is not None and obj is getattr(dynamo, "graph_break", None)
 
 
 def _is_leaf_module_class(cls) -> bool:
@@ -202,40 +302,74 @@ def _is_leaf_module_class(cls) -> bool:
                        torch.nn.ParameterList, torch.nn.ParameterDict)
 
 
+def _has_custom_torch_function(cls) -> bool:
+    handler = getattr(cls, "__torch_function__", None)
+    handler = getattr(handler, "__func__", handler)
+    base = torch.Tensor.__torch_function__
+    return handler is not getattr(base, "__func__", base) and handler is not torch._C._disabled_torch_function_impl
+
+
+def _is_named_tuple_class(cls) -> bool:
+    """collections.namedtuple classes and structseqs (torch.return_types.max, os.stat_result):
+    tuples whose items are named fields and whose tuple behaviour is not overridden."""
+    fields = getattr(cls, "_fields", None)
+    if isinstance(fields, tuple) and callable(getattr(cls, "_make", None)):
+        return all(getattr(cls, name) is getattr(tuple, name)
+                   for name in ("__getitem__", "__iter__", "__len__", "__eq__"))
+    return isinstance(getattr(cls, "n_sequence_fields", None), int)
+
+
+def _classify_callable(obj):
+    """The class of a callable, or None if `obj` is not one the table knows."""
+    if id(obj) in _FOLDED or id(obj) in _EXTRA_FOLDED:
+        return "folded"
+    if getattr(obj, "_torchdynamo_disable", False) is True or getattr(obj, "_bytegraph_disable", False) is True:
+        return "disabled"
+    if _is_dynamo_graph_break(obj):
+        return "graph_break"
+    if _is_graph_op(obj):
+        return "torch_function"
+    if id(obj) in _PURE_TORCH_QUERIES:
+        return "pure_function"
+    return None
+
+
 def classify(obj) -> str:
-    """How the tracer wraps `obj`: one of the kind names below."""
+    """How the tracer wraps `obj`: one of the kind names above."""
     if getattr(obj, "_bytegraph_graph_break", False) is True:
         return "graph_break"
     if getattr(obj, "_bytegraph_comptime", False) is True:
         return "comptime"
     if obj is torch.no_grad or obj is torch.enable_grad:
         return "grad_mode"
-    if obj is torch.Size or obj is torch.device:
-        return "pure_function"  # constructors of constants: folded on constant arguments
+    if isinstance(obj, type) and obj in _CONSTANT_CONSTRUCTORS:
+        return "pure_function"
     if isinstance(obj, torch.Tensor):
-        return "tensor"
+        return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
     if isinstance(obj, _CONSTANT_TYPES):
         return "constant"
     if isinstance(obj, torch.nn.Module):
         return "leaf_module" if _is_leaf_module_class(type(obj)) else "module"
-    if isinstance(obj, tuple):
+    if isinstance(obj, tuple) and (type(obj) is tuple or _is_named_tuple_class(type(obj))):
         return "tuple"
-    if isinstance(obj, list):
+    if type(obj) is list:
         return "list"
     if isinstance(obj, dict):
         return "dict"
     if isinstance(obj, types.ModuleType):
         return "python_module"
+    if callable(obj):
+        kind = _classify_callable(obj)
+        if kind is not None:
+            return kind
     if isinstance(obj, types.FunctionType):
-        return "torch_function" if _is_torch_callable(obj) else "user_function"
+        return "user_function"
     if isinstance(obj, types.MethodType):
         return "user_method" if isinstance(obj.__func__, types.FunctionType) else "unknown"
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(obj, "__self__", None)
         if owner is builtins:
             return "builtin"
-        if _is_torch_callable(obj):
-            return "torch_function"
         module = getattr(obj, "__module__", None)
         if module in _FOLDABLE_MODULES or (isinstance(owner, types.ModuleType) and
                                            owner.__name__ in _FOLDABLE_MODULES):
@@ -245,21 +379,21 @@ def classify(obj) -> str:
         if obj.__module__ == "builtins":
             return "builtin"
         return "class"
-    if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType)):
-        # torch.Tensor.add used as a function: a graph operation like torch.add.
-        owner = getattr(obj, "__objclass__", None)
-        if isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object:
-            return "torch_function"
-        return "unknown"
-    if callable(obj) and _is_torch_callable(obj):
-        return "torch_function"
     return "unknown"
 
 
 def tensor_attribute_kind(name: str) -> str:
-    """`constant` for metadata read from the fake, `method` for Tensor methods, else `property`."""
+    """`constant` for metadata read from the fake, `method` for Tensor methods (graph ops),
+    `break` for methods with effects outside the graph, `class` for __class__, `grad` for
+    .grad (read from the real tensor), else `property` (recorded as getattr)."""
     if name in _TENSOR_CONSTANT_ATTRS:
         return "constant"
+    if name in _TENSOR_BREAK_ATTRS:
+        return "break"
+    if name == "__class__":
+        return "class"
+    if name == "grad":
+        return "grad"
     attr = getattr(torch.Tensor, name, None)
     if attr is None:
         return "missing"
@@ -271,6 +405,14 @@ def tensor_attribute_kind(name: str) -> str:
 _TENSOR_CONSTANT_ATTRS = frozenset({
     "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
     "is_meta", "layout", "is_leaf", "is_mkldnn", "is_nested",
+})
+# Tensor methods and attributes that act outside the graph (autograd hooks and engine, host
+# memory, storage identity, in-place metadata changes): a graph break, never a node.
+_TENSOR_BREAK_ATTRS = frozenset({
+    "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "numpy",
+    "data_ptr", "storage", "untyped_storage", "_typed_storage", "share_memory_",
+    "set_", "record_stream", "apply_", "map_", "map2_", "__array__", "__reduce_ex__",
+    "requires_grad_", "_version", "grad_fn", "storage_offset", "is_shared", "pin_memory",
 })
 # Tensor methods whose result depends only on metadata: called on the fake, folded to constants.
 TENSOR_CONSTANT_METHODS = frozenset({
@@ -397,6 +539,8 @@ def rebuild_output(tree, graph_outputs, resolve_source=None):
         if resolve_source is None:
             raise ValueError(f"no value for source {tree.name}")
         return resolve_source(tree.name)
+    if isinstance(tree, NamedTuple):
+        return tree.constructor(tuple(rebuild_output(item, graph_outputs, resolve_source) for item in tree.items))
     if isinstance(tree, tuple):
         return tuple(rebuild_output(item, graph_outputs, resolve_source) for item in tree)
     if isinstance(tree, list):
@@ -417,6 +561,21 @@ class Null:
 
     def __eq__(self, other):
         return isinstance(other, Null)
+
+
+class NamedTuple:
+    """A named tuple (or torch.return_types structseq) built by `constructor(tuple(items))`."""
+
+    __slots__ = ("constructor", "items")
+
+    def __init__(self, constructor, items):
+        self.constructor, self.items = constructor, list(items)
+
+    def __repr__(self):
+        return f"NamedTuple({self.constructor!r}, {self.items!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, NamedTuple) and (other.constructor, other.items) == (self.constructor, self.items)
 
 
 class Iterator:

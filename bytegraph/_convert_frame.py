@@ -254,6 +254,9 @@ def _log_bytecode(code, new_code, label):
 
 
 def _capturable(code):
+    # Frozen modules (importlib, abc, codecs...) are the standard library too.
+    if code.co_filename.startswith("<frozen "):
+        return False
     path = os.path.realpath(code.co_filename)
     if path.startswith(_STDLIB_DIRS) and "site-packages" not in path:
         return False

@@ -25,6 +25,8 @@ _SETTINGS = {
     "disable": (False, "make bytegraph.compile/optimize return the function unchanged"),
     "capture_scalar_outputs": (False, "keep .item() in the graph instead of breaking"),
     "automatic_dynamic_shapes": (True, "recompile with dynamic sizes once a size changes"),
+    "verify_correctness": (False, "run each compiled call's original eagerly on copies of its arguments "
+                                  "and raise CorrectnessError when results, exceptions or mutations differ"),
 }
 
 _TRUE = ("1", "true", "yes", "on")

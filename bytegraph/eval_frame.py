@@ -16,6 +16,8 @@ import importlib
 import inspect
 import threading
 
+from bytegraph import config as _config
+
 # Attribute set on functions that capture must never enter; the tracer checks it by name.
 DISABLE_MARK = "_bytegraph_disable"
 
@@ -86,6 +88,10 @@ class CaptureContext:
 
         @functools.wraps(fn)
         def captured(*args, **kwargs):
+            if _config.verify_correctness and callback is not None:
+                from bytegraph import _verify
+
+                return _verify.call_verified(functools.partial(call_with_callback, callback), fn, args, kwargs)
             return call_with_callback(callback, fn, args, kwargs)
 
         captured._bytegraph_context = self

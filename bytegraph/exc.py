@@ -66,3 +66,26 @@ class GraphBreakError(BytegraphError, Unsupported):
         code = f"\n    {source_line.strip()}" if source_line.strip() else ""
         tip = f"\nHint: {hint}" if hint else ""
         super().__init__(f"graph break under fullgraph=True ({kind}): {reason}{where}{code}{tip}")
+
+
+class CorrectnessError(BytegraphError):
+    """`config.verify_correctness`: the compiled call disagreed with the original run eagerly.
+
+    `what` says where they differ (the return value, an argument mutated differently, the
+    exception raised); `eager` and `compiled` hold both sides.
+    """
+
+    def __init__(self, function_name, what, eager, compiled):
+        self.function_name = function_name
+        self.what = what
+        self.eager = eager
+        self.compiled = compiled
+        super().__init__(
+            f"compiled {function_name} disagrees with eager execution in {what}:\n"
+            f"  eager:    {_short(eager)}\n  compiled: {_short(compiled)}"
+        )
+
+
+def _short(value, limit=400):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -53,6 +53,12 @@ OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
     plan.constant = py::Ref<>::newref(node.attr("value").ptr());
     return plan;
   }
+  if (type_name == "NamedTuple") {
+    plan.kind = OutputPlan::Kind::NamedTuple;
+    plan.constant = py::Ref<>::newref(node.attr("constructor").ptr());
+    for (nb::handle item : node.attr("items")) plan.items.push_back(plan_from_python(item, sources));
+    return plan;
+  }
   if (type_name == "Null") {
     plan.kind = OutputPlan::Kind::Null;
     return plan;

@@ -43,6 +43,13 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
       builder.build(plan.kind == Kind::Tuple ? op::BUILD_TUPLE : op::BUILD_LIST, static_cast<int>(plan.items.size()));
       return;
+    case Kind::NamedTuple:
+      builder.emit(op::PUSH_NULL);
+      builder.load_const(plan.constant.get());
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
+      builder.call(1);
+      return;
     case Kind::Dict:
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
       builder.load_const(plan.keys.get());

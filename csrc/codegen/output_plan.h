@@ -16,12 +16,13 @@
 namespace bytegraph::codegen {
 
 struct OutputPlan {
-  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext, BoundMethod, MakeFunction };
+  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext, BoundMethod, MakeFunction, NamedTuple };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
-  py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: the context manager class; BoundMethod: types.MethodType
+  py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: the context manager class; BoundMethod: types.MethodType;
+                                 // NamedTuple: what builds one from a tuple of its items (cls._make, or a structseq class)
   guards::SourcePtr source;      // Source
-  std::vector<OutputPlan> items; // Tuple, List, Dict (values), Iterator (remaining items), Attr (the owner), BoundMethod (function, self)
+  std::vector<OutputPlan> items; // Tuple, List, NamedTuple, Dict (values), Iterator (remaining items), Attr (the owner), BoundMethod (function, self)
   std::string attribute;         // Attr
   std::vector<std::string> names;  // MakeFunction: the closure's cell/free variables
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order

@@ -44,6 +44,11 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
       emit_load_source(builder, *source.base, code);
       builder.subscript_const(source.key.get());
       return;
+    case Kind::Globals:
+      throw InternalError("codegen: the globals dict is not a value to load");
+    case Kind::Held:
+      builder.load_const(source.key.get());
+      return;
     case Kind::Type:
       builder.emit(bytecode::op::PUSH_NULL);
       builder.load_const(reinterpret_cast<PyObject*>(&PyType_Type));

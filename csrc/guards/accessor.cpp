@@ -174,6 +174,28 @@ class ItemAccessor final : public Accessor {
   bool has_index_ = false;
 };
 
+class HeldObjectAccessor final : public Accessor {
+ public:
+  HeldObjectAccessor(py::Ref<> object, std::unique_ptr<GuardManager> child)
+      : Accessor(std::move(child)), object_(std::move(object)) {}
+  Fetched fetch(PyObject*, const FrameValues&) const override { return Fetched::borrowed(object_.get()); }
+  const char* missing_reason() const override { return "no object"; }
+  bool borrows_from_container() const override { return false; }
+
+ private:
+  py::Ref<> object_;
+};
+
+class GlobalsDictAccessor final : public Accessor {
+ public:
+  using Accessor::Accessor;
+  Fetched fetch(PyObject*, const FrameValues& frame) const override {
+    return frame.globals ? Fetched::borrowed(frame.globals) : Fetched::missing();
+  }
+  const char* missing_reason() const override { return "no globals"; }
+  bool borrows_from_container() const override { return false; }
+};
+
 class TypeAccessor final : public Accessor {
  public:
   using Accessor::Accessor;
@@ -206,6 +228,10 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
       return std::make_unique<ItemAccessor>(source.key.copy(), std::move(child));
     case Source::Kind::Type:
       return std::make_unique<TypeAccessor>(std::move(child));
+    case Source::Kind::Held:
+      return std::make_unique<HeldObjectAccessor>(source.key.copy(), std::move(child));
+    case Source::Kind::Globals:
+      return std::make_unique<GlobalsDictAccessor>(std::move(child));
   }
   throw InternalError("make_accessor: unknown source kind");
 }

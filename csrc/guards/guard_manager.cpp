@@ -32,6 +32,18 @@ void GuardManager::finalize() {
   for (const auto& accessor : accessors_) accessor->child().finalize();
 }
 
+namespace {
+
+void capture(PyObject* value, const std::vector<int>& slots, const FrameValues& frame) {
+  for (int slot : slots) {
+    if (frame.captured[slot] != nullptr) continue;  // one source, several relations
+    Py_INCREF(value);
+    frame.captured[slot] = value;
+  }
+}
+
+}  // namespace
+
 bool GuardManager::check(PyObject* value, const FrameValues& frame) const {
   for (const LeafPtr& leaf : leaves_) {
     if (!leaf->check(value)) return false;
@@ -39,6 +51,7 @@ bool GuardManager::check(PyObject* value, const FrameValues& frame) const {
   for (const SymbolBinding& binding : bindings_) {
     if (!binding.bind(value, frame.symbol_values)) return false;
   }
+  if (!captures_.empty()) capture(value, captures_, frame);
   for (const auto& accessor : accessors_) {
     if (!accessor->check(value, frame)) return false;
   }
@@ -60,6 +73,7 @@ std::string GuardManager::explain(PyObject* value, const FrameValues& frame) con
       return binding.name(repr_) + " raised " + error.what();
     }
   }
+  if (!captures_.empty()) capture(value, captures_, frame);
   for (const auto& accessor : accessors_) {
     std::string reason = accessor->explain(value, frame);
     if (!reason.empty()) return reason;

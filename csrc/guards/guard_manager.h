@@ -28,6 +28,9 @@ class GuardManager {
   // Reads one of this value's sizes/strides (or the int itself) for the shape guards; runs
   // after the leaves, so the value already passed its type and tensor checks.
   void add_binding(SymbolBinding binding);
+  // Stores this manager's value (a new reference) in the check's captured slot `slot`, once
+  // its own leaves passed, for the relational guards.
+  void add_capture(int slot) { captures_.push_back(slot); }
   // The manager for `source`, whose base is this manager's source (or which is a root
   // source, for the root manager); created with its accessor on first use.
   GuardManager& child_for(const SourcePtr& source);
@@ -51,6 +54,7 @@ class GuardManager {
   std::string repr_;
   std::vector<LeafPtr> leaves_;
   std::vector<SymbolBinding> bindings_;
+  std::vector<int> captures_;
   std::vector<std::unique_ptr<Accessor>> accessors_;
   bool may_run_python_ = false;
 };

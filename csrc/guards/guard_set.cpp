@@ -8,35 +8,95 @@
 
 #include "guards/guard_manager.h"
 #include "guards/leaf_guard.h"
+#include "guards/relational_guards.h"
 #include "python/errors.h"
 
 namespace bytegraph::guards {
 
 namespace {
 
+// The captured-slot array of one check: on the stack for the usual handful of slots, every
+// reference released when the check ends.
+class CapturedValues {
+ public:
+  explicit CapturedValues(size_t count) : count_(count) {
+    if (count_ > kInline) heap_.assign(count_, nullptr);
+    slots_ = count_ > kInline ? heap_.data() : inline_;
+    std::fill(slots_, slots_ + count_, nullptr);
+  }
+  ~CapturedValues() {
+    for (size_t i = 0; i < count_; ++i) Py_XDECREF(slots_[i]);
+  }
+  PyObject** get() { return slots_; }
+  bool complete() const {
+    return std::none_of(slots_, slots_ + count_, [](PyObject* value) { return value == nullptr; });
+  }
+
+ private:
+  static constexpr size_t kInline = 16;
+  size_t count_;
+  PyObject* inline_[kInline];
+  std::vector<PyObject*> heap_;
+  PyObject** slots_;
+};
+
+// The sizes and ints one check reads for the shape guards (shape_guard.h): on the stack for
+// the usual handful.
+class SymbolValues {
+ public:
+  explicit SymbolValues(size_t count) {
+    if (count > kInline) heap_.resize(count);
+  }
+  int64_t* get() { return heap_.empty() ? inline_ : heap_.data(); }
+
+ private:
+  static constexpr size_t kInline = 16;
+  int64_t inline_[kInline] = {};
+  std::vector<int64_t> heap_;
+};
+
 class FrameGuardTree final : public GuardTree {
  public:
   explicit FrameGuardTree(ShapeGuards shape_guards) : root_(nullptr), shape_guards_(std::move(shape_guards)) {}
   GuardManager& root() { return root_; }
+  void add_relation(std::unique_ptr<RelationalGuard> relation) { relations_.push_back(std::move(relation)); }
+  void set_slot_names(std::vector<std::string> names) { slot_names_ = std::move(names); }
 
   bool check(const FrameValues& frame) const override {
-    if (shape_guards_.empty()) return root_.check(nullptr, frame);
-    Slots slots(shape_guards_.slot_count());
+    if (slot_names_.empty() && shape_guards_.empty()) return root_.check(nullptr, frame);
+    CapturedValues captured(slot_names_.size());
+    SymbolValues symbols(shape_guards_.slot_count());
     FrameValues with_slots = frame;
-    with_slots.symbol_values = slots.data();
-    return root_.check(nullptr, with_slots) && shape_guards_.check(slots.data());
+    with_slots.captured = captured.get();
+    with_slots.symbol_values = symbols.get();
+    if (!root_.check(nullptr, with_slots) || !captured.complete()) return false;
+    for (const auto& relation : relations_)
+      if (!relation->check(captured.get())) return false;
+    return shape_guards_.check(symbols.get());
   }
   std::string explain_failure(const FrameValues& frame) const override {
-    if (shape_guards_.empty()) return root_.explain(nullptr, frame);
-    Slots slots(shape_guards_.slot_count());
+    if (slot_names_.empty() && shape_guards_.empty()) return root_.explain(nullptr, frame);
+    CapturedValues captured(slot_names_.size());
+    SymbolValues symbols(shape_guards_.slot_count());
     FrameValues with_slots = frame;
-    with_slots.symbol_values = slots.data();
+    with_slots.captured = captured.get();
+    with_slots.symbol_values = symbols.get();
     std::string reason = root_.explain(nullptr, with_slots);
-    return reason.empty() ? shape_guards_.explain(slots.data()) : reason;
+    if (!reason.empty()) return reason;
+    if (!captured.complete()) return "a value of a relational guard was not read";
+    for (const auto& relation : relations_) {
+      reason = relation->explain(captured.get(), slot_names_);
+      if (!reason.empty()) return reason;
+    }
+    return shape_guards_.explain(symbols.get());
   }
   std::vector<std::string> describe() const override {
     std::vector<std::pair<std::string, std::string>> lines;
     root_.describe(lines);
+    for (const auto& relation : relations_) {
+      std::string line = relation->describe(slot_names_);
+      lines.emplace_back(line, line);
+    }
     std::stable_sort(lines.begin(), lines.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::string> text;
@@ -44,25 +104,13 @@ class FrameGuardTree final : public GuardTree {
     for (auto& line : shape_guards_.describe()) text.push_back(std::move(line));
     return text;
   }
-  size_t guard_count() const override { return root_.guard_count() + shape_guards_.size(); }
+  size_t guard_count() const override { return root_.guard_count() + relations_.size() + shape_guards_.size(); }
 
  private:
-  // The values shape guards read, on the stack for the usual handful.
-  class Slots {
-   public:
-    explicit Slots(size_t count) {
-      if (count > kInline) heap_.resize(count);
-    }
-    int64_t* data() { return heap_.empty() ? inline_ : heap_.data(); }
-
-   private:
-    static constexpr size_t kInline = 16;
-    int64_t inline_[kInline] = {};
-    std::vector<int64_t> heap_;
-  };
-
   GuardManager root_;
   ShapeGuards shape_guards_;
+  std::vector<std::unique_ptr<RelationalGuard>> relations_;
+  std::vector<std::string> slot_names_;  // the source captured in each slot
 };
 
 // The manager checking `source`, creating the managers of its bases on the way.
@@ -81,6 +129,10 @@ struct GuardSet::Impl {
   };
   std::map<std::string, Entry> by_source;  // keyed by repr, so listings come out sorted
   std::vector<LeafPtr> global_state;       // checked on the root, before any source
+  // Relational guards, by the sources they relate (kept as sources until build()).
+  std::vector<std::pair<SourcePtr, SourcePtr>> same_objects;
+  std::vector<std::vector<SourcePtr>> distinct_objects;
+  // Shape guards and the bindings that read their values (shape_guard.h).
   std::vector<std::pair<SourcePtr, SymbolBinding>> bindings;
   ShapeGuards shape_guards;
 
@@ -117,6 +169,9 @@ void GuardSet::add_length_match(const SourcePtr& source, Py_ssize_t length) {
 void GuardSet::add_dict_keys_match(const SourcePtr& source, PyObject* keys) {
   impl_->add(source, make_dict_keys_match(keys));
 }
+void GuardSet::add_dict_lacks_key(const SourcePtr& source, PyObject* key) {
+  impl_->add(source, make_dict_lacks_key(key));
+}
 void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
 }
@@ -145,6 +200,20 @@ void GuardSet::add_shape_guard(PyObject* guard, const std::string& text) {
   impl_->shape_guards.add(ShapeGuard(parse_shape_expr(guard), text));
 }
 
+void GuardSet::add_same_object(const SourcePtr& first, const SourcePtr& second) {
+  BYTEGRAPH_CHECK(first && second, "a relational guard needs sources");
+  if (first->repr() == second->repr()) return;
+  for (const auto& [a, b] : impl_->same_objects)
+    if (a->repr() == first->repr() && b->repr() == second->repr()) return;
+  impl_->same_objects.emplace_back(first, second);
+}
+
+void GuardSet::add_distinct_objects(const std::vector<SourcePtr>& sources) {
+  if (sources.size() < 2) return;
+  for (const auto& source : sources) BYTEGRAPH_CHECK(source != nullptr, "a relational guard needs sources");
+  impl_->distinct_objects.push_back(sources);
+}
+
 void GuardSet::add_global_state_match(bool grad_enabled) {
   if (impl_->global_state.empty()) impl_->global_state.push_back(make_grad_mode_match(grad_enabled));
 }
@@ -161,6 +230,13 @@ std::vector<std::string> GuardSet::describe() const {
     });
     for (const LeafPtr& leaf : leaves) lines.push_back(leaf->describe(repr));
   }
+  for (const auto& [first, second] : impl_->same_objects)
+    lines.push_back(second->repr() + ": OBJECT_ALIASING " + first->repr());
+  for (const auto& sources : impl_->distinct_objects) {
+    std::string line = "NO_ALIASING";
+    for (size_t i = 0; i < sources.size(); ++i) line += (i ? ", " : " ") + sources[i]->repr();
+    lines.push_back(line);
+  }
   for (auto& line : impl_->shape_guards.describe()) lines.push_back(std::move(line));
   return lines;
 }
@@ -175,12 +251,34 @@ std::unique_ptr<GuardTree> GuardSet::build() const {
     for (const LeafPtr& leaf : entry.leaves) manager.add_leaf(leaf);
   }
   for (const auto& [source, binding] : impl_->bindings) manager_for(tree->root(), source).add_binding(binding);
+  // One captured slot per related source, filled by that source's manager.
+  std::map<std::string, int> slots;
+  std::vector<std::string> slot_names;
+  auto slot_of = [&](const SourcePtr& source) {
+    std::string repr = source->repr();
+    auto found = slots.find(repr);
+    if (found != slots.end()) return found->second;
+    int slot = static_cast<int>(slot_names.size());
+    slots.emplace(repr, slot);
+    slot_names.push_back(repr);
+    manager_for(tree->root(), source).add_capture(slot);
+    return slot;
+  };
+  for (const auto& [first, second] : impl_->same_objects)
+    tree->add_relation(make_same_object(slot_of(first), slot_of(second)));
+  for (const auto& sources : impl_->distinct_objects) {
+    std::vector<int> related;
+    for (const auto& source : sources) related.push_back(slot_of(source));
+    tree->add_relation(make_distinct_objects(std::move(related)));
+  }
+  tree->set_slot_names(std::move(slot_names));
   tree->root().finalize();
   return tree;
 }
 
 size_t GuardSet::size() const {
-  size_t count = impl_->global_state.size() + impl_->shape_guards.size();
+  size_t count = impl_->global_state.size() + impl_->same_objects.size() + impl_->distinct_objects.size() +
+                 impl_->shape_guards.size();
   for (const auto& [repr, entry] : impl_->by_source) count += entry.leaves.size();
   return count;
 }

@@ -30,6 +30,9 @@ struct FrameValues {
   // Filled while a tree with shape guards is checked: the sizes and ints they read (one slot
   // each, see shape_guard.h). Set by the tree itself; callers leave it null.
   int64_t* symbol_values = nullptr;
+  // Values captured during one check for the relational guards (relational_guards.h): one
+  // strong reference per slot, set by the tree walk, owned and released by the tree's check.
+  PyObject** captured = nullptr;
 };
 
 class GuardSet {
@@ -56,6 +59,12 @@ class GuardSet {
   // over slots, `text` how it reads.
   void add_symbol_binding(const SourcePtr& source, const std::string& kind, int dim, int slot);
   void add_shape_guard(PyObject* guard, const std::string& text);
+  void add_dict_lacks_key(const SourcePtr& source, PyObject* key);  // an exact dict
+  // Relations between values read from different sources: `second` is the same object as
+  // `first` (one object reached two ways during tracing), and the `sources` are pairwise
+  // distinct objects (tensor inputs the graph treats as unaliased).
+  void add_same_object(const SourcePtr& first, const SourcePtr& second);
+  void add_distinct_objects(const std::vector<SourcePtr>& sources);
   // Global state the graph depends on, checked on the tree's root: grad mode as it was when
   // the frame started (see current_grad_mode()).
   void add_global_state_match(bool grad_enabled);

@@ -47,6 +47,8 @@ LeafPtr make_type_match(PyTypeObject* type);
 LeafPtr make_id_match(PyObject* object);
 LeafPtr make_none_match(bool is_none);
 LeafPtr make_length_match(Py_ssize_t length);
+// `key` is not in the dict (a builtin the code reads is not shadowed by a global).
+LeafPtr make_dict_lacks_key(PyObject* key);
 // `keys` is a tuple of the expected keys, in insertion order.
 LeafPtr make_dict_keys_match(PyObject* keys);
 // Python constants only (see equals_match.cpp); raises TypeError (as PythonError) otherwise.

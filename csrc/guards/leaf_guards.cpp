@@ -179,6 +179,34 @@ LeafPtr make_id_match(PyObject* object) {
 
 LeafPtr make_none_match(bool is_none) { return std::make_shared<NoneMatch>(is_none); }
 
+namespace {
+
+class DictLacksKey final : public LeafGuard {
+ public:
+  explicit DictLacksKey(PyObject* key) : key_(py::Ref<>::newref(key)) {}
+  bool check(PyObject* value) const override {
+    if (!PyDict_CheckExact(value)) return false;
+    PyObject* found = PyDict_GetItemWithError(value, key_.get());  // borrowed
+    if (found == nullptr && PyErr_Occurred()) throw_python_error();
+    return found == nullptr;
+  }
+  std::string explain(PyObject*, const std::string& source) const override {
+    return source + " has " + short_repr(key_.get()) + ": expected it absent";
+  }
+  std::string describe(const std::string& source) const override {
+    return source + ": DICT_LACKS_KEY " + short_repr(key_.get());
+  }
+  std::string dedupe_key() const override { return "DICT_LACKS_KEY " + short_repr(key_.get()); }
+  int cost_rank() const override { return kCostValue; }
+
+ private:
+  py::Ref<> key_;
+};
+
+}  // namespace
+
+LeafPtr make_dict_lacks_key(PyObject* key) { return std::make_shared<DictLacksKey>(key); }
+
 LeafPtr make_length_match(Py_ssize_t length) {
   if (length < 0) throw PythonError::make(PyExc_ValueError, "LENGTH_MATCH: negative length");
   return std::make_shared<LengthMatch>(length);

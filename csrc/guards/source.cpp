@@ -46,6 +46,10 @@ std::string Source::repr() const {
       return base->repr() + "[" + safe_repr(key.get()) + "]";
     case Kind::Type:
       return "type(" + base->repr() + ")";
+    case Kind::Held:
+      return name;
+    case Kind::Globals:
+      return "G";
   }
   return "<bad source>";
 }
@@ -76,6 +80,15 @@ SourcePtr item_source(SourcePtr base, py::Ref<> key) {
   BYTEGRAPH_CHECK(key, "an item source needs a key");
   return make_derived(Source::Kind::Item, std::move(base), {}, std::move(key));
 }
+
+SourcePtr held_source(py::Ref<> object, std::string name) {
+  BYTEGRAPH_CHECK(object, "a held source needs its object");
+  SourcePtr source = make_root(Source::Kind::Held, std::move(name), -1);
+  const_cast<Source&>(*source).key = std::move(object);
+  return source;
+}
+
+SourcePtr globals_dict_source() { return make_root(Source::Kind::Globals, "G", -1); }
 
 SourcePtr type_source(SourcePtr base) {
   return make_derived(Source::Kind::Type, std::move(base), {}, nullptr);

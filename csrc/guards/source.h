@@ -27,12 +27,14 @@ struct Source {
     Attr,     // getattr(base, name)
     Item,     // base[key]
     Type,     // type(base)
+    Held,     // an object the guards hold (another module's globals dict), named `name`
+    Globals,  // the frame's globals dict itself
   };
   Kind kind;
   SourcePtr base;   // Attr, Item, Type
   std::string name;
   int index = -1;
-  py::Ref<> key;    // Item: the key (an int, str or other hashable constant)
+  py::Ref<> key;    // Item: the key (an int, str or other hashable constant); Held: the object
 
   // The readable name used in graph placeholders, guard listings and failure reasons.
   std::string repr() const;
@@ -45,5 +47,9 @@ SourcePtr closure_source(std::string name, int index);
 SourcePtr attr_source(SourcePtr base, std::string name);
 SourcePtr item_source(SourcePtr base, py::Ref<> key);
 SourcePtr type_source(SourcePtr base);
+// A root that is a fixed object rather than a place in the frame: the globals dict of a
+// function from another module (pinned by that function's guards), read again on each check.
+SourcePtr held_source(py::Ref<> object, std::string name);
+SourcePtr globals_dict_source();
 
 }  // namespace bytegraph::guards

@@ -46,9 +46,11 @@ class PlanWriter {
     if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
     require_single_reference(value);
     if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
-      if (seq->field_names) throw NotRestorable{"a named tuple " + value->repr()};
       py::Ref<> list = plans_of(seq->items);
-      return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
+      if (seq->is_list()) return list;
+      if (!seq->tuple_type) return check(PyList_AsTuple(list.get()));
+      py::Ref<> constructor = named_tuple_constructor(seq->tuple_type.get());
+      return check(PyObject_CallFunctionObjArgs(bridge.named_tuple_class.get(), constructor.get(), list.get(), nullptr));
     }
     if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
       py::Ref<> result = check(PyDict_New());

@@ -25,8 +25,10 @@ const Bridge& Bridge::get() {
     b->graph_output_class = attr(module.get(), "GraphOutput");
     b->constant_class = attr(module.get(), "Constant");
     b->source_class = attr(module.get(), "Source");
+    b->named_tuple_class = attr(module.get(), "NamedTuple");
     b->data_dependent_error = attr(module.get(), "DataDependentOp");
     b->classify = attr(module.get(), "classify");
+    b->folded_result = attr(module.get(), "folded_result");
     b->tensor_attribute_kind = attr(module.get(), "tensor_attribute_kind");
     b->tensor_constant_methods = attr(module.get(), "TENSOR_CONSTANT_METHODS");
     b->build_graph_module = attr(module.get(), "build_graph_module");
@@ -61,6 +63,7 @@ ObjectKind classify(PyObject* object) {
       {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
+      {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"comptime", ObjectKind::Comptime},
   };
   for (const auto& [text, value] : table)

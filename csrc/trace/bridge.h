@@ -16,8 +16,10 @@ struct Bridge {
   py::Ref<> graph_output_class;
   py::Ref<> constant_class;
   py::Ref<> source_class;
+  py::Ref<> named_tuple_class;
   py::Ref<> data_dependent_error;
   py::Ref<> classify;
+  py::Ref<> folded_result;  // the traced value of a "folded" callable's call
   py::Ref<> tensor_attribute_kind;
   py::Ref<> tensor_constant_methods;  // frozenset of names
   py::Ref<> build_graph_module;
@@ -37,7 +39,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, Module, LeafModule, Tuple, List, Dict, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, GradMode, Comptime, Unknown,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

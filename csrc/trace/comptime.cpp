@@ -186,21 +186,22 @@ const char* comptime_value_kind(const Value& value) {
 }
 
 PyObject* comptime_python_type(const Value& value) {
-  if (value.is_tensor()) return Bridge::get().tensor_type.get();
   return value.python_type();
 }
 
 py::Ref<> comptime_python_constant(const Value& value) {
   if (value.is_constant()) return py::Ref<>::newref(value.constant());
   if (auto* seq = dynamic_cast<const SequenceValue*>(&value)) {
-    if (seq->field_names) return {};  // a named tuple: its type is not rebuilt here
     py::Ref<> items = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
     for (size_t i = 0; i < seq->items.size(); ++i) {
       py::Ref<> item = comptime_python_constant(*seq->items[i]);
       if (!item) return {};
       PyList_SET_ITEM(items.get(), i, item.release());
     }
-    return seq->is_list() ? std::move(items) : check(PyList_AsTuple(items.get()));
+    if (seq->is_list()) return items;
+    py::Ref<> tuple = check(PyList_AsTuple(items.get()));
+    if (!seq->tuple_type) return tuple;
+    return check(PyObject_CallOneArg(named_tuple_constructor(seq->tuple_type.get()).get(), tuple.get()));
   }
   if (auto* dict = dynamic_cast<const DictValue*>(&value)) {
     py::Ref<> result = check(PyDict_New());

@@ -7,6 +7,7 @@ namespace bytegraph::trace {
 void GuardLog::add(Kind kind, const guards::SourcePtr& source, PyObject* object, Py_ssize_t length) {
   if (!source) return;  // values made during the trace need no guard
   std::string key = std::to_string(static_cast<int>(kind)) + source->repr();
+  if (kind == Kind::LacksKey) key += py_repr(object);  // several keys per dict
   if (!keys_.insert(key).second) return;  // idempotent, as GuardSet's add_* are
   entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length, std::move(key)});
 }
@@ -20,15 +21,11 @@ void GuardLog::add_tensor(const guards::SourcePtr& source, PyObject* tensor, std
   entries_.back().unchecked_strides = std::move(unchecked_strides);
 }
 
-void GuardLog::remove(Kind kind, const std::string& source) {
-  std::string key = std::to_string(static_cast<int>(kind)) + source;
-  if (keys_.erase(key) == 0) return;
-  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->key == key) {
-      entries_.erase(it);
-      return;
-    }
-  }
+void GuardLog::add_same_object(const guards::SourcePtr& first, const guards::SourcePtr& second) {
+  if (!first || !second) return;
+  std::string key = std::to_string(static_cast<int>(Kind::SameObject)) + second->repr() + " is " + first->repr();
+  if (!keys_.insert(key).second) return;
+  entries_.push_back(Entry{Kind::SameObject, second, nullptr, 0, std::move(key), first});
 }
 
 void GuardLog::truncate(size_t length) {
@@ -51,6 +48,8 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::Length: set.add_length_match(e.source, e.length); break;
       case Kind::DictKeys: set.add_dict_keys_match(e.source, e.object.get()); break;
       case Kind::None: set.add_none_match(e.source, e.length != 0); break;
+      case Kind::SameObject: set.add_same_object(e.other, e.source); break;
+      case Kind::LacksKey: set.add_dict_lacks_key(e.source, e.object.get()); break;
     }
   }
 }
@@ -67,6 +66,8 @@ std::vector<std::string> GuardLog::describe() const {
       case Kind::Length: lines.push_back(name + " LENGTH_MATCH " + std::to_string(e.length)); break;
       case Kind::DictKeys: lines.push_back(name + " DICT_KEYS_MATCH " + py_repr(e.object.get())); break;
       case Kind::None: lines.push_back(name + (e.length ? " IS_NONE" : " IS_NOT_NONE")); break;
+      case Kind::SameObject: lines.push_back(name + " OBJECT_ALIASING " + e.other->repr()); break;
+      case Kind::LacksKey: lines.push_back(name + " DICT_LACKS_KEY " + py_repr(e.object.get())); break;
     }
   }
   return lines;

@@ -17,16 +17,16 @@ namespace bytegraph::trace {
 
 class GuardLog {
  public:
-  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None };
+  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None, SameObject, LacksKey };
 
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
   // TENSOR_MATCH on `tensor`, leaving the listed (symbolic) sizes and strides to the shape guards.
   void add_tensor(const guards::SourcePtr& source, PyObject* tensor, std::vector<int> unchecked_sizes,
                   std::vector<int> unchecked_strides);
+  // `second` reached the same object as `first` did during the trace.
+  void add_same_object(const guards::SourcePtr& first, const guards::SourcePtr& second);
   size_t size() const { return entries_.size(); }
   void truncate(size_t length);
-  // Drops the guard of `kind` on `source` (a value that turned out not to matter).
-  void remove(Kind kind, const std::string& source);
   void apply(guards::GuardSet& set) const;
   // One readable line per guard: "L['x'] TENSOR_MATCH", for tests and logs.
   std::vector<std::string> describe() const;
@@ -38,6 +38,7 @@ class GuardLog {
     py::Ref<> object;
     Py_ssize_t length;
     std::string key;  // kind and source name, for de-duplication
+    guards::SourcePtr other;  // SameObject: the first source
     std::vector<int> unchecked_sizes, unchecked_strides;  // Tensor: left to the shape guards
   };
   std::vector<Entry> entries_;

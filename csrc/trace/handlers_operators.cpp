@@ -82,17 +82,17 @@ void compare_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   bool equality = function == operator_function("eq") || function == operator_function("ne");
   if (equality && !left->is_tensor() && !right->is_tensor() && !(left->is_constant() && right->is_constant()) &&
       (left->real_object() || right->real_object())) {
-    bool same = same_object(left, right);
+    bool same = same_object(tracer, left, right);
     frame.push(make_bool(function == operator_function("eq") ? same : !same));
     return;
   }
   frame.push(apply_operator(tracer, function, {left, right}));
 }
 
-void is_op(Tracer&, FrameState& frame, const Instruction& inst) {
+void is_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr right = frame.pop();
   ValuePtr left = frame.pop();
-  bool same = same_object(left, right);
+  bool same = same_object(tracer, left, right);
   frame.push(make_bool(inst.arg ? !same : same));
 }
 

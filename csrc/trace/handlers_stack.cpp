@@ -81,6 +81,10 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
       unsupported("name_error", "name '" + name + "' is not defined");
     }
     if (frame.root_builtins) source = guards::builtin_source(name);
+    else if (frame.builtins_source) source = guards::item_source(frame.builtins_source, inst.argval.copy());
+    // A builtin is what the name means only while no global of that name shadows it.
+    guards::SourcePtr globals = frame.root_globals ? guards::globals_dict_source() : frame.globals_source;
+    if (globals) tracer.guards.add(GuardLog::Kind::LacksKey, globals, inst.argval.get());
   }
   frame.push(tracer.wrap(real, source));
 }

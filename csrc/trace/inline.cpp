@@ -57,6 +57,12 @@ void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, con
   }
 }
 
+guards::SourcePtr held_globals_source(PyObject* globals) {
+  PyObject* name = PyDict_GetItemString(globals, "__name__");  // borrowed
+  std::string text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
+  return guards::held_source(py::Ref<>::newref(globals), "G(" + text + ")");
+}
+
 }  // namespace
 
 ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs) {
@@ -71,8 +77,10 @@ ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args
   child.builtins = py::Ref<>::newref(builtins ? builtins : PyEval_GetBuiltins());
   child.root_globals = frames.empty() ? false : frames.front()->globals.get() == child.globals.get();
   child.root_builtins = frames.empty() ? false : frames.front()->builtins.get() == child.builtins.get();
-  if (!child.root_globals && function.source())
-    child.globals_source = guards::attr_source(function.source(), "__globals__");
+  // Another module's globals are read through the dict itself: the function that owns it is
+  // pinned (by its code and globals, or by its class), so the dict is this one.
+  if (!child.root_globals) child.globals_source = held_globals_source(child.globals.get());
+  if (!child.root_builtins) child.builtins_source = guards::held_source(child.builtins.copy(), "builtins");
   child.locals.resize(info.localsplus_names.size());
   child.closure = function.closure;
   bind_arguments(info, function, args, kwargs, child.locals);

@@ -154,10 +154,14 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
   unsupported("unsupported_operator", text);
 }
 
-bool same_object(const ValuePtr& a, const ValuePtr& b) {
+bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b) {
   if (a.get() == b.get()) return true;
   if (a->is_constant() && b->is_constant()) return a->constant() == b->constant();
-  if (a->real_object() && b->real_object()) return a->real_object() == b->real_object();
+  if (a->real_object() && b->real_object()) {
+    tracer.pin_identity(a);
+    tracer.pin_identity(b);
+    return a->real_object() == b->real_object();
+  }
   auto* ta = dynamic_cast<TensorValue*>(a.get());
   auto* tb = dynamic_cast<TensorValue*>(b.get());
   if (ta && tb) return ta->node() == tb->node();
@@ -187,7 +191,7 @@ bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) 
         int equal = PyObject_RichCompareBool(item->constant(), needle->constant(), Py_EQ);
         check_status(equal);
         if (equal) return true;
-      } else if (same_object(item, needle)) {
+      } else if (same_object(tracer, item, needle)) {
         return true;
       }
     }

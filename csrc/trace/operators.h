@@ -19,7 +19,8 @@ ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs = {});
 // Wraps the real result of a folded call (lists and dicts become symbolic containers).
 ValuePtr from_folded(py::Ref<> result);
 // Identity comparison (`is`), when it is decidable from what the tracer knows.
-bool same_object(const ValuePtr& a, const ValuePtr& b);
+// `a is b`, decided at trace time; real objects compared by identity get identity guards.
+bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b);
 // `needle in haystack` on known containers.
 bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle);
 

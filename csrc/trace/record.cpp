@@ -55,6 +55,7 @@ ValuePtr Tracer::record_module_call(PyObject* module, const std::string& name, c
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
   py::Ref<> result = run_on_fakes(run_op_.get(), "call_module", module, fake_args.get(), fake_kwargs.get(),
                                   bridge, py_repr((PyObject*)Py_TYPE(module)));
+  shapes->after_op();
   std::string attr = graph.add_root_attr(name, module);
   py::Ref<> node_args = graph_args(*this, args, ArgMode::Graph);
   py::Ref<> node_kwargs = graph_kwargs(*this, kwargs, ArgMode::Graph);
@@ -138,12 +139,8 @@ ValuePtr Tracer::wrap_items(int node, PyObject* result) {
     }
   }
   auto sequence = std::make_shared<SequenceValue>(PyList_Check(result), std::move(items));
-  // Named results (torch.return_types.max, namedtuples) keep their field names.
-  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) {
-    py::Ref<> fields = py::Ref<>::steal(PyObject_GetAttrString((PyObject*)Py_TYPE(result), "__match_args__"));
-    if (fields && PyTuple_Check(fields.get())) sequence->field_names = std::move(fields);
-    else PyErr_Clear();
-  }
+  // Named results (torch.return_types.max, namedtuples) keep their type.
+  if (PyTuple_Check(result) && !PyTuple_CheckExact(result)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(result));
   return sequence;
 }
 

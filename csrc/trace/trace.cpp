@@ -58,6 +58,7 @@ py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int
   auto* input_seq = dynamic_cast<SequenceValue*>(value.get());
   auto* input_dict = dynamic_cast<DictValue*>(value.get());
   if (value->source() && ((input_seq && !input_seq->mutable_here()) || (input_dict && !input_dict->mutable_here()))) {
+    sources.push_back(value->source());
     py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
     return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
   }
@@ -65,7 +66,10 @@ py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int
     py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
     for (size_t i = 0; i < seq->items.size(); ++i)
       PyList_SET_ITEM(list.get(), i, describe_output(tracer, seq->items[i], outputs, sources).release());
-    return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
+    if (seq->is_list()) return list;
+    if (!seq->tuple_type) return check(PyList_AsTuple(list.get()));
+    py::Ref<> constructor = named_tuple_constructor(seq->tuple_type.get());
+    return check(PyObject_CallFunctionObjArgs(bridge.named_tuple_class.get(), constructor.get(), list.get(), nullptr));
   }
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
     py::Ref<> result = check(PyDict_New());
@@ -149,12 +153,9 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   }
   // Size arithmetic nothing uses (a comparison answered while tracing) is not computed.
   tracer.graph.drop_unused_pure_nodes(outputs);
-  // Tensors read (e.g. as items of an input list) but never used are not inputs, and their
-  // metadata does not matter: drop the placeholder and its tensor guard.
-  for (int dropped : tracer.graph.drop_unused_placeholders(outputs)) {
-    for (const auto& input : tracer.inputs)
-      if (input.node == dropped) tracer.guards.remove(GuardLog::Kind::Tensor, input.source);
-  }
+  // Tensors read but not used by the graph are not inputs. Their guards stay: the trace may
+  // have folded their metadata (x.size(), x.dtype, len(x)) into constants it relies on.
+  tracer.graph.drop_unused_placeholders(outputs);
   trace_result.graph_module = tracer.graph.materialize(tracer.bridge.build_graph_module.get(), outputs);
   trace_result.example_inputs = check(PyList_New(0));
   for (const auto& input : tracer.inputs) {
@@ -165,6 +166,12 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   }
   trace_result.guard_set = std::make_shared<guards::GuardSet>();
   tracer.guards.apply(*trace_result.guard_set);
+  // The graph treats its tensor inputs as distinct tensors (in-place updates of one are not
+  // seen through another): valid while they are.
+  std::vector<guards::SourcePtr> tensor_sources;
+  for (const auto& input : tracer.inputs)
+    if (input.value->is_tensor()) tensor_sources.push_back(input.value->source());
+  trace_result.guard_set->add_distinct_objects(tensor_sources);
   // The graph was traced under the grad mode the frame started with.
   trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
   trace_result.guards = trace_result.guard_set->describe();

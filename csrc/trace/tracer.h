@@ -42,10 +42,10 @@ struct FrameState {
   py::Ref<> globals;
   py::Ref<> builtins;
   bool root_globals = false;  // globals of the traced function: reads get G['name'] sources
-  // Otherwise, where this frame's globals dict comes from (`G['mod'].helper.__globals__`),
-  // or null when the inlined function has no source (its globals then go unguarded).
+  // Otherwise the globals dict itself, held by the guards (`G(torch.nn.functional)`).
   guards::SourcePtr globals_source;
   bool root_builtins = false;  // the same builtins as the traced function
+  guards::SourcePtr builtins_source;  // otherwise the builtins, held
   Args stack;
   Args locals;   // localsplus order
   Args closure;  // CellValues for the free variables
@@ -108,6 +108,9 @@ class Tracer {
   ValuePtr wrap(PyObject* real, guards::SourcePtr source);
   // A Python function to inline, with its defaults and closure cells wrapped.
   std::shared_ptr<UserFunctionValue> wrap_user_function(PyObject* function, const guards::SourcePtr& source);
+  // The trace relied on which object `value` is: guard its identity (a no-op for values
+  // made during the trace, and for those already pinned).
+  void pin_identity(const ValuePtr& value);
   // A tensor reached through a module: a get_attr node on the GraphModule root.
   ValuePtr wrap_module_tensor(PyObject* real, const guards::SourcePtr& source);
 

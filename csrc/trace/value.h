@@ -64,6 +64,12 @@ class Value : public std::enable_shared_from_this<Value> {
   guards::SourcePtr source_;
 };
 
+// The field names of a named tuple class (a tuple of str), or null.
+py::Ref<> named_tuple_fields(PyObject* type);
+// What builds an instance of the named tuple class from one tuple of its items:
+// `cls._make` for collections.namedtuple classes, the class itself for structseqs.
+py::Ref<> named_tuple_constructor(PyObject* type);
+
 // Throws Unsupported(kind, message) (the tracer adds the user's location).
 [[noreturn]] void unsupported(const std::string& kind, const std::string& message);
 
@@ -99,6 +105,8 @@ class TensorValue : public Value {
  public:
   TensorValue(int node, py::Ref<> fake, guards::SourcePtr source = nullptr)
       : Value(std::move(source)), node_(node), fake_(std::move(fake)) {}
+  // The type user code sees (torch.Tensor, nn.Parameter, a subclass), never the fake's.
+  void set_python_type(PyObject* type) { type_ = py::Ref<>::newref(type); }
   int node() const { return node_; }
   std::string repr() const override;
   PyObject* python_type() const override;
@@ -115,13 +123,15 @@ class TensorValue : public Value {
  private:
   int node_;
   py::Ref<> fake_;
+  py::Ref<> type_;  // null: torch.Tensor (what operations return)
 };
 
 // `x.sum`: a tensor method not yet called; calling it records a call_method node (or folds
 // metadata methods such as size()/dim() to constants).
 class TensorMethodValue : public Value {
  public:
-  TensorMethodValue(ValuePtr tensor, std::string name) : tensor_(std::move(tensor)), name_(std::move(name)) {}
+  TensorMethodValue(ValuePtr tensor, std::string name, bool acts_outside_graph = false)
+      : tensor_(std::move(tensor)), name_(std::move(name)), acts_outside_graph_(acts_outside_graph) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   std::pair<ValuePtr, std::string> bound_attribute() const override { return {tensor_, name_}; }
@@ -129,6 +139,7 @@ class TensorMethodValue : public Value {
  private:
   ValuePtr tensor_;
   std::string name_;
+  bool acts_outside_graph_;  // backward(), register_hook(), ...: calling it is a break
 };
 
 // ---- markers --------------------------------------------------------------------------
@@ -155,7 +166,9 @@ class SequenceValue : public Value {
   std::optional<Args> unpack(Tracer&) override { return items; }
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   void require_mutable(const std::string& what) const;
-  py::Ref<> field_names;  // a named tuple's fields (`values`, `indices`), or null
+  // A named tuple's class (collections.namedtuple, a torch.return_types structseq), or null
+  // for a plain tuple or list. Its fields name the items.
+  py::Ref<> tuple_type;
 
  private:
   bool is_list_;
@@ -315,12 +328,31 @@ class GradModeExitValue : public Value {
   bool previous_;
 };
 
-// bytegraph.graph_break(): always a break.
+// A callable whose call is always a break: bytegraph.graph_break(), torch._dynamo.graph_break(),
+// and functions wrapped by torch.compiler.disable (which then run eagerly).
 class GraphBreakValue : public Value {
  public:
-  using Value::Value;
+  GraphBreakValue(guards::SourcePtr source, std::string kind, std::string message)
+      : Value(std::move(source)), kind_(std::move(kind)), message_(std::move(message)) {}
   std::string repr() const override { return "GraphBreakVariable"; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  std::string kind_, message_;
+};
+
+// A query whose answer under tracing is known (is_compiling(), torch.jit.is_scripting()):
+// calling it is that constant, whatever the arguments.
+class FoldedCallValue : public Value {
+ public:
+  FoldedCallValue(py::Ref<> function, py::Ref<> result, guards::SourcePtr source)
+      : Value(std::move(source)), function_(std::move(function)), result_(std::move(result)) {}
+  std::string repr() const override;
+  PyObject* real_object() const override { return function_.get(); }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  py::Ref<> function_, result_;
 };
 
 // ---- objects --------------------------------------------------------------------------

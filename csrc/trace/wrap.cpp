@@ -37,12 +37,24 @@ bool is_direct(const SourcePtr& source) {
                     source->kind == K::Closure || source->kind == K::Builtin);
 }
 
+// `type(obj).name`: a method found on the class of an object whose identity is guarded, which
+// pins the class and what it holds.
+bool is_class_attribute(const SourcePtr& source) {
+  using K = guards::Source::Kind;
+  return source->kind == K::Attr && source->base && source->base->kind == K::Type;
+}
+
 }  // namespace
 
 ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
-  for (const auto& input : inputs)
-    if (input.real.get() == real) return input.value;  // the same tensor passed twice
   if (!source) unsupported("untracked_tensor", "a tensor with no known source");
+  for (const auto& input : inputs) {
+    if (input.real.get() != real) continue;
+    // The same tensor reached twice (passed twice, or as an argument and a global): one
+    // placeholder, valid while both sources stay one tensor.
+    guards.add_same_object(input.value->source(), source);
+    return input.value;
+  }
   // Symbolic sizes get their own placeholders, before the tensor's.
   SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
   guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
@@ -53,6 +65,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
                                    fake.copy(), {}, name);
   auto value = std::make_shared<TensorValue>(node.index, std::move(fake), source);
   value->display_name = name;
+  value->set_python_type((PyObject*)Py_TYPE(real));
   inputs.push_back(Input{node.index, source->repr(), py::Ref<>::newref(real), value});
   return value;
 }
@@ -67,8 +80,13 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
                                    fake.copy(), location(), name);
   auto value = std::make_shared<TensorValue>(node.index, std::move(fake), source);
   value->display_name = name;
+  value->set_python_type((PyObject*)Py_TYPE(real));
   module_tensors.push_back(ModuleTensor{node.index, py::Ref<>::newref(real), value});
   return value;
+}
+
+void Tracer::pin_identity(const ValuePtr& value) {
+  if (value->source() && value->real_object()) guards.add(GuardLog::Kind::Id, value->source(), value->real_object());
 }
 
 std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, const SourcePtr& source) {
@@ -86,8 +104,20 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
     PyObject* key;
     ~Done() { in_progress.erase(key); }
   } done{functions_in_progress_, real};
-  // The identity guard pins defaults and closure cells' identity, but not the cells'
-  // contents: those get their own guards through their sources.
+  // What the trace relies on is the code, and the defaults and closure contents it read
+  // (guarded through their sources): not the function object, which code that makes a
+  // closure per call (a lambda passed in, a resume function's argument) makes anew.
+  if (source && !is_class_attribute(source)) {
+    using K = GuardLog::Kind;
+    guards.add(K::Id, guards::attr_source(source, "__code__"), function->func_code);
+    guards.add(K::Id, guards::attr_source(source, "__globals__"), function->func_globals);
+    SourcePtr defaults = guards::attr_source(source, "__defaults__");
+    if (function->func_defaults) guards.add(K::Length, defaults, nullptr, PyTuple_GET_SIZE(function->func_defaults));
+    else guards.add(K::None, defaults, nullptr, 1);
+    SourcePtr kwdefaults = guards::attr_source(source, "__kwdefaults__");
+    if (function->func_kwdefaults) guards.add(K::DictKeys, kwdefaults, check(PySequence_Tuple(function->func_kwdefaults)).get());
+    else guards.add(K::None, kwdefaults, nullptr, 1);
+  }
   if (function->func_defaults) {
     SourcePtr defaults = source ? guards::attr_source(source, "__defaults__") : nullptr;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(function->func_defaults); ++i)
@@ -158,7 +188,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
         py::Ref<> key = check(PyLong_FromSsize_t(i));
         items.push_back(wrap(item.get(), source ? guards::item_source(source, std::move(key)) : nullptr));
       }
-      return std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
+      auto sequence = std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
+      if (!is_list && !PyTuple_CheckExact(real)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(real));
+      return sequence;
     }
     case ObjectKind::Dict: {
       if (!PyDict_CheckExact(real)) unsupported("unsupported_dict", "dict subclass input " + py_repr((PyObject*)Py_TYPE(real)));
@@ -176,7 +208,6 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       guards.add(K::Id, source, real);
       return std::make_shared<PythonModuleValue>(py::Ref<>::newref(real), source);
     case ObjectKind::UserFunction:
-      guards.add(K::Id, source, real);
       return wrap_user_function(real, source);
     case ObjectKind::UserMethod: {
       py::Ref<> function = check(PyObject_GetAttrString(real, "__func__"));
@@ -193,7 +224,15 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       if (is_direct(source)) guards.add(K::Id, source, real);
       return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
     case ObjectKind::GraphBreak:
-      return std::make_shared<GraphBreakValue>(source);
+      return std::make_shared<GraphBreakValue>(source, "explicit_graph_break", "graph_break() called");
+    case ObjectKind::Disabled:
+      if (is_direct(source)) guards.add(K::Id, source, real);
+      return std::make_shared<GraphBreakValue>(source, "disabled_function",
+                                               "calling " + py_repr(real) + ", which is wrapped by disable() and runs eagerly");
+    case ObjectKind::Folded:
+      if (is_direct(source)) guards.add(K::Id, source, real);
+      return std::make_shared<FoldedCallValue>(py::Ref<>::newref(real),
+                                               check(PyObject_CallOneArg(bridge.folded_result.get(), real)), source);
     case ObjectKind::Comptime:
       return std::make_shared<ComptimeFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::GradMode:

@@ -2,6 +2,7 @@
 // values, errors raised by checks, and reference counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "guards/guard_set.h"
@@ -212,6 +213,45 @@ TEST(GuardSet, RejectsValuesItCannotGuard) {
   EXPECT_THROW(set.add_equals_match(local_source("x", 0), list.get()), PythonError);
   EXPECT_FALSE(PyErr_Occurred());
   EXPECT_EQ(set.size(), 0u);
+}
+
+TEST(GuardTree, SameObjectAndDistinctObjects) {
+  GuardSet set;
+  set.add_type_match(local_source("a", 0), &PyList_Type);
+  set.add_same_object(local_source("a", 0), local_source("b", 1));
+  set.add_distinct_objects({local_source("a", 0), local_source("c", 2)});
+  auto tree = set.build();
+  py::Ref<> one = check(PyList_New(0));
+  py::Ref<> two = check(PyList_New(0));
+  TestFrame frame;
+  frame.slots.push_back(one.copy());
+  frame.slots.push_back(one.copy());
+  frame.slots.push_back(two.copy());
+  Py_ssize_t before = Py_REFCNT(one.get());
+  EXPECT_TRUE(tree->check(frame.values()));
+  EXPECT_EQ(Py_REFCNT(one.get()), before);  // captured references are released
+  frame.slots[1] = two.copy();
+  EXPECT_FALSE(tree->check(frame.values()));
+  EXPECT_EQ(tree->explain_failure(frame.values()), "L['b'] is L['a']: expected the same object, got two different ones");
+  frame.slots[1] = one.copy();
+  frame.slots[2] = one.copy();
+  EXPECT_FALSE(tree->check(frame.values()));
+  EXPECT_NE(tree->explain_failure(frame.values()).find("expected distinct objects"), std::string::npos);
+  auto lines = tree->describe();
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "L['b']: OBJECT_ALIASING L['a']"), lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "NO_ALIASING L['a'], L['c']"), lines.end());
+}
+
+TEST(GuardTree, DictLacksKeyOnTheGlobals) {
+  GuardSet set;
+  py::Ref<> name = check(PyUnicode_FromString("len"));
+  set.add_dict_lacks_key(globals_dict_source(), name.get());
+  auto tree = set.build();
+  TestFrame frame;
+  EXPECT_TRUE(tree->check(frame.values()));
+  check_status(PyDict_SetItem(frame.globals.get(), name.get(), Py_None));
+  EXPECT_FALSE(tree->check(frame.values()));
+  EXPECT_EQ(tree->explain_failure(frame.values()), "G has 'len': expected it absent");
 }
 
 }  // namespace

@@ -120,8 +120,26 @@ std::string SequenceValue::repr() const {
   return std::string(is_list_ ? "ListVariable(" : "TupleVariable(") + items_repr(items) + ")";
 }
 
+py::Ref<> named_tuple_constructor(PyObject* type) {
+  py::Ref<> make = py::Ref<>::steal(PyObject_GetAttrString(type, "_make"));
+  if (make) return make;
+  PyErr_Clear();
+  return py::Ref<>::newref(type);
+}
+
 PyObject* SequenceValue::python_type() const {
+  if (tuple_type) return tuple_type.get();
   return is_list_ ? (PyObject*)&PyList_Type : (PyObject*)&PyTuple_Type;
+}
+
+py::Ref<> named_tuple_fields(PyObject* type) {
+  // namedtuple classes list their fields in _fields, structseqs in __match_args__.
+  for (const char* name : {"_fields", "__match_args__"}) {
+    py::Ref<> fields = py::Ref<>::steal(PyObject_GetAttrString(type, name));
+    if (fields && PyTuple_Check(fields.get())) return fields;
+    PyErr_Clear();
+  }
+  return {};
 }
 
 void SequenceValue::require_mutable(const std::string& what) const {
@@ -131,10 +149,12 @@ void SequenceValue::require_mutable(const std::string& what) const {
 }
 
 ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
-  if (field_names) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(field_names.get()); ++i)
-      if (name == PyUnicode_AsUTF8(PyTuple_GET_ITEM(field_names.get(), i)) && static_cast<size_t>(i) < items.size())
-        return items[i];
+  if (tuple_type) {
+    if (py::Ref<> fields = named_tuple_fields(tuple_type.get())) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields.get()); ++i)
+        if (name == PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields.get(), i)) && static_cast<size_t>(i) < items.size())
+          return items[i];
+    }
   }
   static const char* methods[] = {"append", "extend", "insert", "pop", "index", "count"};
   for (const char* method : methods)

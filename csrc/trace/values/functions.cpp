@@ -49,9 +49,15 @@ ValuePtr TorchFunctionValue::get_attr(Tracer& tracer, const std::string& name) {
   return tracer.wrap(owned.get(), source() ? guards::attr_source(source(), name) : nullptr);
 }
 
-ValuePtr GraphBreakValue::call(Tracer&, const Args&, const KwArgs&) {
-  unsupported("explicit_graph_break", "bytegraph.graph_break() called");
+ValuePtr GraphBreakValue::call(Tracer&, const Args&, const KwArgs&) { unsupported(kind_, message_); }
+
+std::string FoldedCallValue::repr() const {
+  py::Ref<> name = py::Ref<>::steal(PyObject_GetAttrString(function_.get(), "__qualname__"));
+  if (!name) PyErr_Clear();
+  return "FoldedCallVariable(" + (name ? py_str(name.get()) : py_repr(function_.get())) + ")";
 }
+
+ValuePtr FoldedCallValue::call(Tracer&, const Args&, const KwArgs&) { return ConstantValue::make(result_.copy()); }
 
 std::string OpaqueValue::repr() const {
   if (PyType_Check(object_.get()))

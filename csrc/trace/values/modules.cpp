@@ -42,6 +42,15 @@ std::string ModuleValue::repr() const {
 }
 
 ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
+  // A property computes from the instance's state: run its getter on this module, so what it
+  // reads is guarded where it comes from.
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* on_class = _PyType_Lookup(Py_TYPE(module_.get()), key.get());  // borrowed
+  if (on_class && PyObject_TypeCheck(on_class, &PyProperty_Type)) {
+    py::Ref<> getter = check(PyObject_GetAttrString(on_class, "fget"));
+    if (!PyFunction_Check(getter.get())) unsupported("unsupported_attribute", repr() + "." + name + " is a property without a Python getter");
+    return tracer.wrap_user_function(getter.get(), nullptr)->call(tracer, {shared_from_this()}, {});
+  }
   PyObject* attribute = PyObject_GetAttrString(module_.get(), name.c_str());
   if (attribute == nullptr) {
     PythonError error = PythonError::fetch();
@@ -64,8 +73,8 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   if (!in_instance_state(module_.get(), name)) {
     py::Ref<> dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
     if (!PyDict_GetItemString(dict.get(), name.c_str())) {
-      // A class attribute or property: its value is pinned by the module's class.
-      return tracer.wrap(real.get(), nullptr);
+      // A class attribute: the module's identity pins its class, not what the class holds.
+      return tracer.wrap(real.get(), source() ? guards::attr_source(guards::type_source(source()), name) : nullptr);
     }
   }
   return tracer.wrap(real.get(), attr_source);

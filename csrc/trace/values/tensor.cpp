@@ -10,7 +10,7 @@ namespace bytegraph::trace {
 
 namespace {
 
-enum class TensorAttr { Constant, Method, Property, Missing };
+enum class TensorAttr { Constant, Method, Property, Break, Class, Grad, Missing };
 
 TensorAttr tensor_attribute_kind(const std::string& name) {
   static std::unordered_map<std::string, TensorAttr> cache;
@@ -21,6 +21,9 @@ TensorAttr tensor_attribute_kind(const std::string& name) {
   TensorAttr result = kind == "constant" ? TensorAttr::Constant
                       : kind == "method" ? TensorAttr::Method
                       : kind == "property" ? TensorAttr::Property
+                      : kind == "break" ? TensorAttr::Break
+                      : kind == "class" ? TensorAttr::Class
+                      : kind == "grad" ? TensorAttr::Grad
                                            : TensorAttr::Missing;
   cache.emplace(name, result);
   return result;
@@ -51,7 +54,7 @@ std::string TensorValue::repr() const {
   return "TensorVariable(" + name + ": " + PyUnicode_AsUTF8(text.get()) + ")";
 }
 
-PyObject* TensorValue::python_type() const { return (PyObject*)Py_TYPE(fake_.get()); }
+PyObject* TensorValue::python_type() const { return type_ ? type_.get() : Bridge::get().tensor_type.get(); }
 
 ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
   switch (tensor_attribute_kind(name)) {
@@ -64,6 +67,29 @@ ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
       ValuePtr attr_name = ConstantValue::make(check(PyUnicode_FromString(name.c_str())));
       return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(tracer.bridge.getattr.get()),
                            {shared_from_this(), attr_name}, {});
+    }
+    case TensorAttr::Break:
+      // Reading it is harmless; calling it is the break (a call site can be split).
+      return std::make_shared<TensorMethodValue>(shared_from_this(), name, /*acts_outside_graph=*/true);
+    case TensorAttr::Class:
+      return tracer.wrap(python_type(), nullptr);
+    case TensorAttr::Grad: {
+      // An input's .grad is whatever the real tensor holds now (guarded); a tensor made by
+      // the graph has none (retain_grad() is a break).
+      if (!source()) return ConstantValue::none();
+      PyObject* real = nullptr;
+      for (const auto& input : tracer.inputs)
+        if (input.value.get() == this) real = input.real.get();
+      for (const auto& known : tracer.module_tensors)
+        if (known.value.get() == this) real = known.real.get();
+      if (real == nullptr) unsupported("tensor_effect", "Tensor.grad of " + repr());
+      py::Ref<> grad = check(PyObject_GetAttrString(real, "grad"));
+      guards::SourcePtr grad_source = guards::attr_source(source(), "grad");
+      if (grad.get() == Py_None) {
+        tracer.guards.add(GuardLog::Kind::None, grad_source, nullptr, 1);
+        return ConstantValue::none();
+      }
+      return tracer.wrap(grad.get(), grad_source);
     }
     case TensorAttr::Missing:
       break;
@@ -102,6 +128,7 @@ std::string TensorMethodValue::repr() const { return "GetAttrVariable(" + tensor
 ValuePtr TensorMethodValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   if (name_ == "item" || name_ == "tolist")
     unsupported("data_dependent_op", "Tensor." + name_ + "() reads tensor data");
+  if (acts_outside_graph_) unsupported("tensor_effect", "Tensor." + name_ + "() acts outside the graph");
   if (is_constant_method(name_) && all_constant(args, kwargs))
     return tensor_metadata(tracer, tensor_, name_, false, args, kwargs);
   Args all{tensor_};
