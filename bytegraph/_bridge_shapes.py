@@ -21,6 +21,7 @@ import sympy
 import torch
 import torch._guards
 from torch.fx.experimental.symbolic_shapes import (
+    ConstraintViolationError,
     DimDynamic,
     ShapeEnv,
     ShapeGuardPythonPrinter,
@@ -123,7 +124,10 @@ class Shapes:
             dynamic_sizes=[_DIM_DYNAMIC[spec.kind] for spec in dims],
             constraint_sizes=constraints,
         )
-        fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
+        try:
+            fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
+        except ConstraintViolationError as error:  # a marked size outside its mark_dynamic bounds
+            raise ConstraintViolation(f"{name}: {error}") from None
         lifted = []
         for dim, size in enumerate(fake.shape):
             symbol = symbol_name(size)
@@ -198,6 +202,10 @@ class Shapes:
         return ShapeGuardPythonPrinter(env.var_to_sources, lambda source: source.name, env.var_to_sources)
 
     # ---- guards ----------------------------------------------------------------------------
+
+    def guard_texts(self):
+        """The shape guards as text, as they stand now."""
+        return [text for _, text in self.shape_guards()["guards"]]
 
     def shape_guards(self):
         """What the guard tree must check for this trace, after the backend ran (backends add

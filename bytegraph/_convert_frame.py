@@ -147,6 +147,8 @@ class FrameConverter:
                                           shapes=shapes)
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
+        except ConstraintViolation as error:
+            raise _constraint_error(code, error) from None
         if result.graph_break is not None:
             return self._split_frame(code, result)
         self.compile_count += 1
@@ -298,7 +300,11 @@ def _add_shape_guards(result, code):
     try:
         result.add_shape_guards()
     except ConstraintViolation as error:
-        raise ConstraintViolationError(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}): {error}") from None
+        raise _constraint_error(code, error) from None
+
+
+def _constraint_error(code, error):
+    return ConstraintViolationError(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}): {error}")
 
 
 def _count_calls(gm):

@@ -137,9 +137,9 @@ void unpack_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   for (size_t i = before; i-- > 0;) frame.push((*items)[i]);
 }
 
-void format_value(Tracer&, FrameState& frame, const Instruction& inst) {
+void format_value(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? frame.pop() : nullptr;
-  ValuePtr value = frame.pop();
+  ValuePtr value = specialize(tracer, frame.pop(), "formatting a number into a string needs its value");
   if (!value->is_constant() || (spec && !spec->is_constant()))
     unsupported("unsupported_format", "formatting " + value->repr());
   py::Ref<> object = py::Ref<>::newref(value->constant());

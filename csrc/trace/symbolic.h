@@ -44,6 +44,7 @@ class SymNumberValue : public Value {
 class SliceValue : public Value {
  public:
   explicit SliceValue(Args parts) : parts_(std::move(parts)) {}
+  const Args& parts() const { return parts_; }
   std::string repr() const override;
   PyObject* python_type() const override { return (PyObject*)&PySlice_Type; }
   py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
@@ -78,6 +79,8 @@ class SymbolicShapes {
   void after_op();
   // Whether any value of this trace is symbolic (the session made a ShapeEnv).
   bool active() const;
+  // The shape guards as the trace leaves them, as text ("SHAPE_GUARD: ..."), for the viewer.
+  std::vector<std::string> guard_preview() const;
   // Rollback: forgets lifted symbols whose placeholders were dropped.
   void truncate(size_t length);
 
@@ -119,6 +122,9 @@ ValuePtr symbolic_builtin(Tracer& tracer, Value& builtin, PyObject* function, co
 // The concrete number a symbolic value has now, guarded (logged with `reason`); other values
 // are returned as they are.
 ValuePtr specialize(Tracer& tracer, const ValuePtr& value, const std::string& reason);
+// A key or index for a Python container: symbolic numbers and slices with symbolic bounds are
+// specialised (`reason` for the log); anything else is returned as it is.
+ValuePtr concrete_key(Tracer& tracer, const ValuePtr& key, const std::string& reason);
 // BUILD_SLICE / BINARY_SLICE parts with a symbolic bound: a SliceValue; null otherwise.
 ValuePtr symbolic_slice(const Args& parts);
 

@@ -180,7 +180,12 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     trace_result.shape_sources = tracer.shapes->input_sources;
     trace_result.fake_mode = check(PyObject_GetAttrString(tracer.session(), "mode"));
   }
-  if (tracer.events) tracer.events->end_trace(trace_result.graph_module.get(), trace_result.guards);
+  if (tracer.events) {
+    // The viewer sees the shape guards as tracing left them (the backend may add more).
+    std::vector<std::string> guards = trace_result.guards;
+    for (auto& line : tracer.shapes->guard_preview()) guards.push_back(std::move(line));
+    tracer.events->end_trace(trace_result.graph_module.get(), guards);
+  }
   return trace_result;
 }
 

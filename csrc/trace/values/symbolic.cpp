@@ -145,6 +145,20 @@ py::Ref<> SymbolicShapes::shapes() const {
 
 bool SymbolicShapes::active() const { return static_cast<bool>(shapes()); }
 
+std::vector<std::string> SymbolicShapes::guard_preview() const {
+  std::vector<std::string> lines;
+  py::Ref<> shapes = this->shapes();
+  if (!shapes) return lines;
+  py::Ref<> texts = py::Ref<>::steal(PyObject_CallMethod(shapes.get(), "guard_texts", nullptr));
+  if (!texts) {  // a preview only: the compile itself reports what went wrong
+    PyErr_Clear();
+    return lines;
+  }
+  for (Py_ssize_t i = 0; i < PySequence_Size(texts.get()); ++i)
+    lines.push_back("SHAPE_GUARD: " + py_str(check(PySequence_GetItem(texts.get(), i)).get()));
+  return lines;
+}
+
 std::string SymbolicShapes::where() const {
   graph::UserLocation location = tracer_.location();
   if (location.lineno <= 0) return "<unknown location>";
@@ -410,6 +424,17 @@ ValuePtr symbolic_builtin(Tracer& tracer, Value& builtin, PyObject* function, co
   KwArgs concrete_kwargs;
   for (const auto& [key, value] : kwargs) concrete_kwargs.emplace_back(key, specialize(tracer, value, reason));
   return builtin.call(tracer, concrete, concrete_kwargs);
+}
+
+ValuePtr concrete_key(Tracer& tracer, const ValuePtr& key, const std::string& reason) {
+  if (auto* slice = dynamic_cast<SliceValue*>(key.get())) {
+    Args parts;
+    for (const auto& part : slice->parts()) parts.push_back(specialize(tracer, part, reason));
+    py::Ref<> start = constant_of(parts[0]), stop = constant_of(parts[1]);
+    py::Ref<> step = parts.size() > 2 ? constant_of(parts[2]) : py::Ref<>::newref(Py_None);
+    return ConstantValue::make(check(PySlice_New(start.get(), stop.get(), step.get())));
+  }
+  return specialize(tracer, key, reason);
 }
 
 ValuePtr symbolic_slice(const Args& parts) {
