@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "bytecode/instruction.h"
+#include "codegen/break_site.h"
 #include "codegen/output_plan.h"
 #include "guards/source.h"
 #include "python/ref.h"
@@ -31,8 +33,6 @@ struct ResumeCall {
 };
 
 struct BreakCall {
-  std::vector<guards::SourcePtr> inputs;
-  py::Ref<> compiled_fn;  // null when the graph has no operations
   std::vector<OutputPlan> stack;  // bottom first
   std::vector<std::pair<std::string, OutputPlan>> locals;
   std::vector<std::pair<std::string, OutputPlan>> cells;  // contents of cell variables, by name
@@ -47,6 +47,10 @@ struct BreakCall {
   py::Ref<> set_grad_enabled, grad_enabled_outside;
 };
 
-py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const BreakCall& call);
+// `instructions`: `code` decoded (the trace's copy); `site`: find_break_site's answer there.
+// `compiled_fn` (borrowed) is called with `inputs`; null when the graph has no operations.
+py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const bytecode::InstructionList& instructions,
+                              const BreakSite& site, const BreakCall& call, const std::vector<guards::SourcePtr>& inputs,
+                              PyObject* compiled_fn);
 
 }  // namespace bytegraph::codegen

@@ -100,6 +100,8 @@ class Tracer {
   std::unique_ptr<SymbolicShapes> shapes;
 
   CodeInfo& code_info(PyObject* code);
+  // The same, shared: a trace result keeps its root code's decoded copy for codegen.
+  std::shared_ptr<CodeInfo> shared_code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }
   PyObject* session() const { return session_.get(); }  // the bridge Session (borrowed)
 
@@ -148,7 +150,7 @@ class Tracer {
   ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;
-  std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;
+  std::unordered_map<PyObject*, std::shared_ptr<CodeInfo>> codes_;
   std::unordered_map<std::string, std::string> source_lines_;  // "file:line" -> text
   int inline_depth_ = 0;
   // Values reachable from themselves (a closure holding its own function, a list containing
