@@ -2,7 +2,8 @@
 
 - `dynamic=False`: static, except dimensions marked with `mark_dynamic`/`maybe_mark_dynamic`.
 - `dynamic=True`: every size of every tensor input symbolic from the first compile (sizes 0 and 1
-  stay static, and equal sizes share a symbol, as under torch.compile), and every int argument.
+  stay static, and equal sizes share a symbol, as under torch.compile), and every int argument;
+  a dimension seen to change gets a symbol of its own when it is compiled again.
 - `dynamic=None` (automatic): the first compile is static. Each compile records, per code
   object, the sizes and ints its inputs had; a later compile makes symbolic exactly the
   dimensions and ints seen to change (`config.automatic_dynamic_shapes`).
@@ -150,10 +151,11 @@ class ShapePolicy:
                 specs.append(DimSpec("dynamic", "marked with mark_dynamic", strict=True, min=low, max=high))
             elif dim in weak:
                 specs.append(DimSpec("dynamic", "marked with maybe_mark_dynamic"))
+            elif seen is not None and seen[dim] is not None:
+                # Seen to change: its own symbol, not one shared with whatever size it has now.
+                specs.append(DimSpec("dynamic", seen[dim]))
             elif self.dynamic is True:
                 specs.append(DimSpec("duck", "dynamic=True"))
-            elif self.dynamic is None and seen is not None and seen[dim] is not None:
-                specs.append(DimSpec("dynamic", seen[dim]))
             else:
                 specs.append(DimSpec("static"))
         if all(spec.kind == "static" for spec in specs):
@@ -163,7 +165,7 @@ class ShapePolicy:
     def _update_sizes(self, name, t):
         """Records t's sizes under `name`; for automatic dynamic, returns per dimension why
         it is dynamic (or None when it is not), or None when nothing is."""
-        if self.dynamic is not None or not config.automatic_dynamic_shapes:
+        if self.dynamic is False or not config.automatic_dynamic_shapes:
             return None
         sizes = list(t.shape)
         recorded = self.state.sizes.get(name)

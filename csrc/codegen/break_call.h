@@ -20,6 +20,7 @@
 #include "bytecode/instruction.h"
 #include "codegen/break_site.h"
 #include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "guards/source.h"
 #include "python/ref.h"
 
@@ -36,6 +37,7 @@ struct BreakCall {
   std::vector<OutputPlan> stack;  // bottom first
   std::vector<std::pair<std::string, OutputPlan>> locals;
   std::vector<std::pair<std::string, OutputPlan>> cells;  // contents of cell variables, by name
+  std::vector<SideEffectPlan> effects;  // written back once the stack and locals are evaluated
   py::Ref<> kw_names;  // the CALL's pending keyword names, or null
   int offset = -1;     // of the breaking instruction in the code being replaced
   std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order

@@ -20,6 +20,7 @@ FramePlan plan_frame(PyCodeObject* code, const trace::TraceResult& result) {
     throw InternalError("plan_frame: the trace result is not of this code");
   if (!result.graph_break) {
     plan.result = *result.output;
+    plan.effects = result.side_effects;
     return plan;
   }
   plan.split = plan_split(code, result);
@@ -35,6 +36,7 @@ py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn) {
     call.inputs = plan.inputs;
     if (compiled_fn) call.compiled_fn = py::Ref<>::newref(compiled_fn);
     call.result = *plan.result;
+    call.effects = plan.effects;
     return generate_graph_call(code, call);
   }
   return generate_break_call(code, plan.decoded->instructions, plan.split->site, plan.split->call, plan.inputs,

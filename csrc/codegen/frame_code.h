@@ -22,6 +22,7 @@ struct FramePlan {
   std::string eager_reason;  // non-empty: run the frame as it is
   std::vector<guards::SourcePtr> inputs;
   std::optional<OutputPlan> result;  // captured whole: the return value
+  std::vector<SideEffectPlan> effects;  // captured whole: what is written back
   std::optional<FrameSplit> split;   // split at a break
   std::shared_ptr<trace::CodeInfo> decoded;
 

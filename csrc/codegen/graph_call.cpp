@@ -2,7 +2,7 @@
 
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "codegen/code_builder.h"
 #include "codegen/prefix.h"
 #include "codegen/source_loader.h"
@@ -14,8 +14,9 @@ namespace op = bytecode::op;
 
 void emit_graph_call(CodeBuilder& builder, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn,
                      bool keep_outputs, PyCodeObject* original) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(compiled_fn);
+  builder.after_callable();
   for (const guards::SourcePtr& input : inputs) emit_load_source(builder, *input, original);
   builder.call(static_cast<int>(inputs.size()));
   if (keep_outputs) {
@@ -30,9 +31,12 @@ py::Ref<> generate_graph_call(PyCodeObject* original, const GraphCall& call) {
   copy_prefix(builder, original);
   builder.set_positions(first_line_positions(original));
   if (call.compiled_fn) {
-    emit_graph_call(builder, call.inputs, call.compiled_fn.get(), call.result.uses_graph_outputs(), original);
+    const bool keep = call.result.uses_graph_outputs() || uses_graph_outputs(call.effects);
+    emit_graph_call(builder, call.inputs, call.compiled_fn.get(), keep, original);
   }
+  emit_side_effect_operands(builder, call.effects, original);
   emit_plan(builder, call.result, original);
+  emit_side_effect_writes(builder, call.effects);
   builder.return_value();
   bytecode::InstructionList instructions = builder.take();
   return bytecode::assemble(instructions, original);

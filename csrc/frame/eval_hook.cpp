@@ -1,5 +1,7 @@
 #include "frame/eval_hook.h"
 
+#include <cxxabi.h>
+
 #include <memory>
 
 #include "frame/cache_entry.h"
@@ -82,8 +84,9 @@ void log_compile_failure(PyCodeObject* code, PyObject* error) {
 }
 
 // Called from a catch block. Leaves the error raised (re-raise mode) or marks the code
-// skipped, logs once per code object and clears every Python error it saw.
-void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) noexcept {
+// skipped, logs once per code object and clears every Python error it saw. Not noexcept, like
+// the hook: see eval_frame_hook.
+void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) {
   g_stats.compile_failures++;
   set_python_error_from_current_exception();
   if (g_raise_on_compile_error) return;
@@ -97,6 +100,8 @@ void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) noexcept
       cache.set_failure_logged();
       log_compile_failure(code, error.value());
     }
+  } catch (abi::__forced_unwind&) {
+    throw;  // the thread is exiting (see eval_frame_hook)
   } catch (...) {
     // Logging itself failed (e.g. a broken handler): nothing more we can report safely.
   }
@@ -125,14 +130,18 @@ PyObject* call_entry(const CacheEntry& entry, const FrameView& view) {
   return PyObject_Vectorcall(callee, arguments.data(), arguments.size(), nullptr);
 }
 
-PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int throw_flag) noexcept {
+// Not noexcept, although no C++ exception leaves it: when the interpreter finalizes, a daemon
+// thread waiting for the GIL is ended with pthread_exit, whose forced unwinding passes through
+// every frame of that thread, this hook's included; a noexcept frame would turn it into
+// std::terminate (an abort at exit). Forced unwinds are rethrown wherever the hook catches.
+PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int throw_flag) {
   ThreadHookState* state = current_thread_state();
   // throw_flag: a generator is being thrown into; it must unwind through its own frame.
   if (state == nullptr || !state->compiler || state->busy > 0 || throw_flag) {
     return evaluate_default(tstate, frame, throw_flag);
   }
   PyCodeObject* code = py::shim::frame_code(frame);
-  if (!is_replaceable_code(code)) return evaluate_default(tstate, frame, throw_flag);
+  if (code == nullptr || !is_replaceable_code(code)) return evaluate_default(tstate, frame, throw_flag);
   if (CodeCache* cache = CodeCache::find(code)) {
     if (cache->skipped() || cache->is_own_code()) return evaluate_default(tstate, frame, throw_flag);
   }
@@ -148,6 +157,8 @@ PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int th
   std::shared_ptr<CacheEntry> entry;
   try {
     entry = find_or_compile(*state, view);
+  } catch (abi::__forced_unwind&) {
+    throw;
   } catch (...) {
     handle_compile_failure(*state, code);
     if (PyErr_Occurred()) {  // re-raise mode: the call fails with the compiler's error

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "guards/source.h"
 #include "python/ref.h"
 #include "trace/tracer.h"
@@ -19,6 +20,7 @@ struct BreakState {
   std::vector<codegen::OutputPlan> stack;                         // bottom first
   std::vector<std::pair<std::string, codegen::OutputPlan>> locals;  // live, bound locals, in slot order
   std::vector<std::pair<std::string, codegen::OutputPlan>> cells;   // bound cell variables' contents
+  std::vector<codegen::SideEffectPlan> side_effects;                // changes written back before resuming
   py::Ref<> kw_names;          // the pending KW_NAMES tuple of a CALL, or null
   std::string not_restorable;  // empty when every value has a plan
   bool grad_enabled = true;    // the grad mode at the break (inside any grad-mode blocks)

@@ -10,11 +10,15 @@
 
 namespace bytegraph::trace {
 
-void HandlerTable::add(const char* name, Handler handler) {
-  for (int opcode = 0; opcode < 256; ++opcode) {
-    const auto& info = bytecode::opcode_info(opcode);
-    if (info.known && std::strcmp(info.name, name) == 0) table_[opcode] = handler;
-  }
+void HandlerTable::add(int opcode, Handler handler) {
+  if (!bytecode::is_known_opcode(opcode) || table_[opcode] != nullptr)
+    throw InternalError(std::string("handler registered twice or for an unknown opcode: ") + opcode_name(opcode));
+  table_[opcode] = handler;
+}
+
+void HandlerTable::add(bytecode::Family family, Handler handler) {
+  for (int opcode = 0; opcode < 256; ++opcode)
+    if (bytecode::opcode_info(opcode).known && bytecode::in_family(opcode, family)) add(opcode, handler);
 }
 
 const HandlerTable& handlers() {
@@ -44,11 +48,12 @@ struct Checkpoint {
   size_t pc;
   size_t graph_length;
   size_t guard_count;
+  SideEffects::Mark side_effects;
 };
 
 Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
   return Checkpoint{frame.stack, frame.locals, frame.kw_names.copy(), frame.pc, tracer.graph.size(),
-                    tracer.guards.size()};
+                    tracer.guards.size(), tracer.side_effects.mark()};
 }
 
 void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
@@ -61,6 +66,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
   tracer.journal.undo_to(0);
   tracer.truncate(checkpoint.graph_length);
   tracer.guards.truncate(checkpoint.guard_count);
+  tracer.side_effects.rollback(checkpoint.side_effects);
 }
 
 std::string frame_location(const FrameState& frame) {

@@ -31,16 +31,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
     }
     return plan;
   }
-  if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
-    OutputPlan plan;
-    plan.kind = OutputPlan::Kind::Dict;
-    plan.keys = check(PyTuple_New(static_cast<Py_ssize_t>(dict->keys.size())));
-    for (size_t i = 0; i < dict->keys.size(); ++i) {
-      PyTuple_SET_ITEM(plan.keys.get(), i, dict->keys[i].copy().release());
-      plan.items.push_back(this->plan(dict->values[i]));
-    }
-    return plan;
-  }
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) return dict_plan(*dict);
   if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
     const size_t position = iterator->position();
     Args rest;
@@ -82,6 +73,38 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
     return plan;
   }
   throw NotRestorable{value->repr()};
+}
+
+std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
+  using Effect = codegen::SideEffectPlan;
+  std::vector<Effect> effects;
+  for (const ValuePtr& value : tracer_.side_effects.mutated()) {
+    Effect effect;
+    effect.target = OutputPlan::of_source(value->source());
+    if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
+      effect.kind = Effect::Kind::ReplaceListItems;
+      effect.value.kind = OutputPlan::Kind::List;
+      effect.value.items = plans_of(seq->items);
+    } else if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+      effect.kind = Effect::Kind::ReplaceDictItems;
+      effect.value = dict_plan(*dict);
+    } else {
+      throw NotRestorable{"changes to " + value->repr()};
+    }
+    effects.push_back(std::move(effect));
+  }
+  return effects;
+}
+
+OutputPlan PlanWriter::dict_plan(const DictValue& dict) {
+  OutputPlan plan;
+  plan.kind = OutputPlan::Kind::Dict;
+  plan.keys = check(PyTuple_New(static_cast<Py_ssize_t>(dict.keys.size())));
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    PyTuple_SET_ITEM(plan.keys.get(), i, dict.keys[i].copy().release());
+    plan.items.push_back(this->plan(dict.values[i]));
+  }
+  return plan;
 }
 
 OutputPlan PlanWriter::tensor(const TensorValue& tensor) {

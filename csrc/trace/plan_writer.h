@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -30,6 +31,9 @@ class PlanWriter {
 
   // Throws NotRestorable.
   codegen::OutputPlan plan(const ValuePtr& value);
+  // What generated code writes back to the objects from outside the trace that it changed
+  // (Tracer::side_effects), in the order they were first changed. Throws NotRestorable.
+  std::vector<codegen::SideEffectPlan> side_effects();
 
  private:
   void require_single_reference(const ValuePtr& value);
@@ -37,6 +41,7 @@ class PlanWriter {
   std::string cell_name(const ValuePtr& cell) const;
   std::vector<codegen::OutputPlan> plans_of(const Args& items);
   codegen::OutputPlan tensor(const TensorValue& tensor);
+  codegen::OutputPlan dict_plan(const DictValue& dict);
   int output_index(int node);
 
   Tracer& tracer_;

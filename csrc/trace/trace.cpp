@@ -104,6 +104,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     try {
       PlanWriter writer(tracer, frame, outputs);
       trace_result.output = writer.plan(result);
+      trace_result.side_effects = writer.side_effects();
     } catch (const NotRestorable& error) {
       unsupported("unsupported_return", "returning " + error.why);
     }

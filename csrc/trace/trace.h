@@ -12,6 +12,7 @@
 #include "guards/guard_set.h"
 #include "python/ref.h"
 #include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "trace/break_state.h"
 #include "trace/tracer.h"
 
@@ -27,6 +28,8 @@ struct TraceResult {
   int op_count = 0;          // call_* nodes in the graph: none means no graph call is needed
   // How to rebuild the return value from the graph's outputs (unset after a break).
   std::optional<codegen::OutputPlan> output;
+  // What generated code writes back to objects from outside the frame (with `output`).
+  std::vector<codegen::SideEffectPlan> side_effects;
   // The traced function's code, decoded once for the whole compile (codegen splits it).
   std::shared_ptr<CodeInfo> code;
   std::shared_ptr<guards::GuardSet> guard_set;
