@@ -23,6 +23,9 @@ from benchmarks.timing import clock, median, per_call_seconds
 
 SIZES = list(range(1, 65))
 MODELS = ["MLP", "TransformerEncoder", "GPT-2"]
+# Inductor spends tens of seconds per graph on this class of machine: GPT-2, which bytegraph
+# splits into many graphs, is swept with inductor only on request (--dynamic-inductor-models).
+INDUCTOR_MODELS = ["MLP", "TransformerEncoder"]
 AXES = ["batch", "sequence"]
 
 

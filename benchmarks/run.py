@@ -75,6 +75,8 @@ def run_dynamic(args, results):
             if not dynamic_shapes.applicable(name, axis):
                 continue
             for backend in backends:
+                if backend == "inductor" and name not in args.dynamic_inductor_models:
+                    continue
                 for dynamic in ("auto", "true"):
                     for system in ("torch", "bytegraph"):
                         print(f"  dynamic shapes: {name} / {axis} / {backend} / dynamic={dynamic} / {system}",
@@ -103,6 +105,8 @@ def parse_args(argv):
                         help="models of the dynamic-shape sweeps")
     parser.add_argument("--dynamic-backends", nargs="*", default=["eager", "inductor"],
                         help="backends of the dynamic-shape sweeps (inductor is skipped with --no-inductor)")
+    parser.add_argument("--dynamic-inductor-models", nargs="*", default=dynamic_shapes.INDUCTOR_MODELS,
+                        help="models swept with inductor too (each graph costs inductor tens of seconds)")
     parser.add_argument("--cache-calls", type=int, default=5000, help="calls per timed batch (cache hits)")
     parser.add_argument("--cache-batches", type=int, default=9)
     parser.add_argument("--smoke", action="store_true",

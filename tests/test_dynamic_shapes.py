@@ -469,6 +469,10 @@ def test_dynamic_log_says_which_dimension_became_dynamic_and_why(caplog):
     assert "L['n'] is dynamic: it changed from 3 to 4 (automatic dynamic)" in text
 
 
+def test_dynamic_is_a_log_artifact_of_bytegraph_logs():
+    assert bytegraph._logging.parse_spec("dynamic,recompiles") == {"dynamic": logging.INFO, "recompiles": logging.INFO}
+
+
 def test_explain_shows_symbolic_sizes():
     x = torch.randn(4, 3)
     bytegraph.mark_dynamic(x, 0)
