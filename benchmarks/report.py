@@ -5,6 +5,8 @@ import math
 import os
 import re
 
+from benchmarks import dynamic_shapes
+
 GOAL_TRACE_SPEEDUP = 5.0  # tracing at least 5x faster than Dynamo
 GOAL_FLOOR_RATIO = 1.5  # within 1.5x of the fake-tensor floor
 GOAL_CACHE_HIT_US = 2.0  # at most 2 us of cache-hit overhead for two tensors
@@ -351,6 +353,7 @@ def summary_section(results):
             steady.append(f"{name} {measured['bytegraph_s'] / measured['torch_s']:.2f}x")
     if steady:
         lines.append(f"- Inductor steady state, bytegraph / torch.compile: {', '.join(steady)} (1.00x is parity).")
+    lines += dynamic_shapes.summary_lines(results)
     crashed = [row["model"]["name"] for row in results["models"] if row.get("crash")]
     if crashed:
         lines.append(f"- bytegraph crashed the process on: {', '.join(crashed)} (see the last section).")
@@ -368,6 +371,7 @@ def markdown(results):
     lines += per_op_section(results)
     lines += inductor_section(results)
     lines += capture_section(results)
+    lines += dynamic_shapes.report_section(results)
     lines += profile_section(results)
     lines += crash_section(results)
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks import models, report, timing
+from benchmarks import dynamic_shapes, models, report, timing
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,6 +65,30 @@ def run_worker(job_args, *, timeout, env_extra=None, log=print):
     return results
 
 
+def run_dynamic(args, results):
+    """The dynamic-shape sweeps (benchmarks.dynamic_shapes), one process per sweep."""
+    backends = [b for b in args.dynamic_backends if not (b == "inductor" and args.no_inductor)]
+    for name in args.dynamic_models:
+        if name == "GPT-2" and (args.no_transformers or not models.have_transformers()):
+            continue
+        for axis in dynamic_shapes.AXES:
+            if not dynamic_shapes.applicable(name, axis):
+                continue
+            for backend in backends:
+                if backend == "inductor" and name not in args.dynamic_inductor_models:
+                    continue
+                for dynamic in ("auto", "true"):
+                    for system in ("torch", "bytegraph"):
+                        print(f"  dynamic shapes: {name} / {axis} / {backend} / dynamic={dynamic} / {system}",
+                              flush=True)
+                        with tempfile.TemporaryDirectory(prefix="bytegraph-bench-dynamic-") as cache_dir:
+                            row = run_worker(["dynamic", name, axis, system, backend, dynamic], timeout=args.timeout,
+                                             env_extra={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
+                        results["dynamic"].append(row)
+    print("  dynamic shapes: cache hits on dynamic entries", flush=True)
+    results["dynamic_hits"] = run_worker(["dynamic-hits"], timeout=args.timeout)
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,6 +100,13 @@ def parse_args(argv):
     parser.add_argument("--profile-models", nargs="*", default=None,
                         help="models whose tracing path is profiled with cProfile (default: MLP CNN; "
                         "none with --smoke)")
+    parser.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-shape sweeps")
+    parser.add_argument("--dynamic-models", nargs="*", default=dynamic_shapes.MODELS,
+                        help="models of the dynamic-shape sweeps")
+    parser.add_argument("--dynamic-backends", nargs="*", default=["eager", "inductor"],
+                        help="backends of the dynamic-shape sweeps (inductor is skipped with --no-inductor)")
+    parser.add_argument("--dynamic-inductor-models", nargs="*", default=dynamic_shapes.INDUCTOR_MODELS,
+                        help="models swept with inductor too (each graph costs inductor tens of seconds)")
     parser.add_argument("--cache-calls", type=int, default=5000, help="calls per timed batch (cache hits)")
     parser.add_argument("--cache-batches", type=int, default=9)
     parser.add_argument("--smoke", action="store_true",
@@ -89,6 +120,7 @@ def parse_args(argv):
         args.repeats = min(args.repeats, 1)
         args.cache_calls, args.cache_batches = 200, 3
         args.no_inductor = True
+        args.no_dynamic = True
         if args.profile_models is None:
             args.profile_models = []
     if args.profile_models is None:
@@ -115,6 +147,7 @@ def main(argv=None):
         "models": [],
         "inductor": [],
         "profiles": [],
+        "dynamic": [],
     }
     print(f"benchmarks on {results['machine']['cpu']} ({results['machine']['cores']} cores), "
           f"load {results['machine']['load_average']}")
@@ -137,6 +170,8 @@ def main(argv=None):
                                      env_extra={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
                 row["system"] = system
                 results["inductor"].append(row)
+    if not args.no_dynamic:
+        run_dynamic(args, results)
     results["machine"]["load_average_after"] = timing.load_average()
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     paths = report.write(results, args.out)

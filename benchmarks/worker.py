@@ -4,6 +4,8 @@
     python -m benchmarks.worker cache --calls N --batches B --out result.json
     python -m benchmarks.worker inductor NAME SYSTEM --out result.json
     python -m benchmarks.worker profile NAME --out result.json
+    python -m benchmarks.worker dynamic NAME AXIS SYSTEM BACKEND DYNAMIC --out result.json
+    python -m benchmarks.worker dynamic-hits --out result.json
 
 A job writes its JSON after every stage, torch.compile's stages first: if bytegraph crashes
 the process (a bug in its C++ core), what was measured before survives and the parent
@@ -102,6 +104,20 @@ def profile_job(name, results):
     _run_stage(results, "profile", lambda: profile_trace.profile_trace(fn, args, kwargs))
 
 
+def dynamic_job(name, axis, system, backend, dynamic, results):
+    from benchmarks import dynamic_shapes
+
+    setting = {"auto": None, "true": True}[dynamic]
+    results.stage("job", [name, axis, system, backend, dynamic])
+    _run_stage(results, "sweep", lambda: dynamic_shapes.sweep(name, axis, system, backend, setting))
+
+
+def dynamic_hits_job(results):
+    from benchmarks import dynamic_shapes
+
+    _run_stage(results, "hit_cost", dynamic_shapes.hit_cost)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.worker")
     parser.add_argument("--out", required=True)
@@ -117,6 +133,13 @@ def main(argv=None):
     ind.add_argument("system", choices=["bytegraph", "torch"])
     prof = jobs.add_parser("profile")
     prof.add_argument("name")
+    dyn = jobs.add_parser("dynamic")
+    dyn.add_argument("name")
+    dyn.add_argument("axis", choices=["batch", "sequence"])
+    dyn.add_argument("system", choices=["bytegraph", "torch"])
+    dyn.add_argument("backend", choices=["eager", "inductor"])
+    dyn.add_argument("dynamic", choices=["auto", "true"])
+    jobs.add_parser("dynamic-hits")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore")
@@ -134,6 +157,10 @@ def main(argv=None):
         cache_job(args.calls, args.batches, results)
     elif args.job == "profile":
         profile_job(args.name, results)
+    elif args.job == "dynamic":
+        dynamic_job(args.name, args.axis, args.system, args.backend, args.dynamic, results)
+    elif args.job == "dynamic-hits":
+        dynamic_hits_job(results)
     else:
         inductor_job(args.name, args.system, results)
     results.stage("done", True)

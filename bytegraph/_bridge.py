@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import copy
 import enum
+import logging
 import math
 import operator
 import types
@@ -29,6 +30,9 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
+
+
+_dynamic_log = logging.getLogger("bytegraph.dynamic")
 
 
 class DataDependentOp(Exception):
@@ -92,14 +96,52 @@ _DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
 
 
 class Session:
-    """Fake-tensor state for one compile."""
+    """Fake-tensor state for one compile.
 
-    def __init__(self):
+    `shapes`: what may be symbolic (a `_dynamic.ShapePolicy`), or None for a static trace.
+    The ShapeEnv (`self.shapes`, a `_bridge_shapes.Shapes`) is made when the first input
+    turns out symbolic, so a static trace never pays for one."""
+
+    def __init__(self, shapes=None):
         self.mode = FakeTensorMode(allow_non_fake_inputs=False)
         self._module_state = {}  # id(module) -> (module, fake params and buffers)
+        self.policy = shapes
+        self.shapes = None
+        # Read once per trace by the tracer: whether ints may become symbolic inputs, and
+        # whether guards added by each op are logged (the `dynamic` log artifact).
+        self.may_be_dynamic = shapes is not None
+        self.log_dynamic = shapes is not None and _dynamic_log.isEnabledFor(logging.INFO)
 
     def fake_input(self, real: torch.Tensor):
         return self.mode.from_tensor(real, static_shapes=True)
+
+    def wrap_input(self, real: torch.Tensor, source_name: str):
+        """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
+        strides)) for one with symbolic sizes (see `_bridge_shapes.Shapes.tensor`)."""
+        dims = self.policy.tensor_dims(source_name, real) if self.policy is not None else None
+        if dims is None:
+            return self.fake_input(real), None
+        fake, lifted, sizes, strides = self._shapes().tensor(self.mode, real, source_name, dims)
+        return fake, (lifted, sizes, strides)
+
+    def wrap_int(self, value: int, source_name: str):
+        """A SymInt standing for int input `value`, or None when it stays a constant."""
+        why = self.policy.int_dynamic(source_name, value) if self.policy is not None else None
+        if why is None:
+            return None
+        return self._shapes().int(value, source_name, why)
+
+    def _shapes(self):
+        if self.shapes is None:
+            from bytegraph._bridge_shapes import Shapes
+
+            self.shapes = Shapes(self.mode)
+        return self.shapes
+
+    @property
+    def dynamic_mode(self):
+        """The fake mode when the trace has symbolic values (backends must reuse it), else None."""
+        return self.mode if self.shapes is not None else None
 
     def run_op(self, kind: str, target, args: tuple, kwargs: dict):
         try:

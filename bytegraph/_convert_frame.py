@@ -19,11 +19,12 @@ import sysconfig
 
 import torch
 
-from bytegraph import (_compile_metrics, _logging, _readable_code, _stack_names, _structured_trace, backends, config,
-                       stance)
+from bytegraph import (_compile_metrics, _dynamic, _logging, _readable_code, _stack_names, _structured_trace,
+                       backends, config, stance)
+from bytegraph._bridge_shapes import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
-from bytegraph.exc import BytegraphError, GraphBreakError, InternalError
+from bytegraph.exc import BytegraphError, ConstraintViolationError, GraphBreakError, InternalError
 
 log = logging.getLogger("bytegraph")
 graph_break_log = logging.getLogger("bytegraph.graph_breaks")
@@ -56,7 +57,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _INTERNAL_MODULES = (
     "__init__",
     "_compile_metrics",
+    "_bridge_shapes",
     "_convert_frame",
+    "_dynamic",
     "_extension",
     "_frame",
     "_logging",
@@ -156,15 +159,19 @@ class FrameConverter:
         code = frame_info.f_code
         misses = _report_recompile(code, self.guard_fail_fn)
         record.recompile_reasons = misses
+        shapes = _dynamic.ShapePolicy(self.dynamic, _dynamic.frame_shapes(code))
         try:
             with record.phase("tracing"), _structured_trace.recording_steps(record):
                 result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
-                                              allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
+                                              allow_graph_break=not self.fullgraph, log=_logging.trace_sink(),
+                                              shapes=shapes)
         except _C.Unsupported as error:
             record.graph_break = _break_description(getattr(error, "kind", "unsupported"),
                                                     getattr(error, "message", str(error)),
                                                     getattr(error, "user_stack", []))
             return self._on_graph_break(code, error)
+        except ConstraintViolation as error:
+            raise _constraint_error(code, error) from None
         info = result.graph_break
         if info is not None:
             record.graph_break = _break_description(info["kind"], info["message"], info["user_stack"])
@@ -185,9 +192,12 @@ class FrameConverter:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
             with record.phase("backend"):
-                compiled = backends.call_backend(self._compiler(), gm, list(result.example_inputs), graph_name)
+                compiled = backends.call_backend(self._compiler(), gm, list(result.example_inputs), graph_name,
+                                                 fake_mode=result.fake_mode)
             _readable_code.name_constant(compiled, graph_name)
             record.add_graph(graph_name, gm)
+        with record.phase("guards"):
+            _add_shape_guards(result, code)
         with record.phase("codegen"):
             new_code = plan.generate(compiled)
         _frame_module().mark_own_code(new_code)
@@ -381,6 +391,18 @@ def argument_slots(code, f_locals):
     return tuple(f_locals[name] for name in code.co_varnames[:count])
 
 
+def _add_shape_guards(result, code):
+    """The ShapeEnv's guards, once the backend (which may add its own) has run."""
+    try:
+        result.add_shape_guards()
+    except ConstraintViolation as error:
+        raise _constraint_error(code, error) from None
+
+
+def _constraint_error(code, error):
+    return ConstraintViolationError(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}): {error}")
+
+
 def _report_recompile(code, guard_fail_fn):
     """Logs why the existing entries did not match (a recompile); returns those reasons
     (one per entry, most recently used first, in the user's words)."""
@@ -437,6 +459,8 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
 
 
 def reset():
-    """Forget compile-time state kept by this layer (resume functions, logged names)."""
+    """Forget compile-time state kept by this layer (resume functions, logged names, the sizes
+    each code object has seen for automatic dynamic shapes)."""
     _C.codegen.reset_resume_cache()
     _logged_resume_codes.clear()
+    _dynamic.reset()

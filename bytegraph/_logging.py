@@ -43,6 +43,9 @@ ARTIFACTS = {
     "recompiles_verbose": ("bytegraph.recompiles_verbose", logging.INFO,
                            "why a function is compiled again: the failed guard of every cache entry"),
     "graph_breaks": ("bytegraph.graph_breaks", logging.INFO, "each graph break: reason and user stack"),
+    "dynamic": ("bytegraph.dynamic", logging.INFO,
+                "dynamic shapes: which sizes and ints became symbolic and why, each guard on them "
+                "and each specialisation, with the user's source line"),
     "output_code": ("bytegraph.output_code", logging.INFO,
                     "the code a backend generated, where it has some (inductor's output code)"),
 }

@@ -153,7 +153,7 @@ def optimize(
     guard_export_fn=None,
     guard_fail_fn=None,
     disable=False,
-    dynamic=False,
+    dynamic=None,
 ):
     """A decorator and context manager that captures with `backend`, like torch._dynamo.optimize.
 

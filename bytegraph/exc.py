@@ -42,6 +42,11 @@ class BackendCompilerFailed(BytegraphError):
         )
 
 
+class ConstraintViolationError(BytegraphError):
+    """A dimension marked with mark_dynamic had to be specialised to one value while tracing
+    (use maybe_mark_dynamic where that is acceptable)."""
+
+
 class GraphBreakError(BytegraphError, Unsupported):
     """A graph break where none is allowed (`fullgraph=True` / `nopython=True`).
 

@@ -17,7 +17,7 @@ import linecache
 import traceback
 from dataclasses import dataclass, field
 
-from bytegraph import _compile_metrics, _logging, _readable_code, _stack_names, api
+from bytegraph import _bridge, _compile_metrics, _logging, _readable_code, _stack_names, api
 from bytegraph._extension import _C
 from bytegraph._convert_frame import FrameConverter
 
@@ -89,6 +89,12 @@ class ExplainOutput:
         for i, ops in enumerate(self.ops_per_graph, 1):
             lines.append(f"  Ops per Graph {i}:")
             lines.extend(f"    {op}" for op in ops)
+        inputs = [_symbolic_inputs(gm) for gm in self.graphs]
+        if any(inputs):
+            lines.append("Symbolic Inputs per Graph:")
+            for i, text in enumerate(inputs, 1):
+                if text:
+                    lines.append(f"  Graph {i}: {text}")
         lines.append("Out Guards:")
         for i, guard in enumerate(self.guards, 1):
             lines.append(f"  Guard {i}: {guard}")
@@ -125,6 +131,25 @@ def _strip_location(message):
     """The tracer appends ' (at file:line in fn)': explain keeps the location separately."""
     head, sep, tail = message.rpartition(" (at ")
     return head if sep and tail.endswith(")") else message
+
+
+def _symbolic_inputs(gm):
+    """`s0: Sym(s0), x: f32[s0, 3]` for a graph with symbolic sizes; empty for a static one."""
+    import torch
+
+    symbolic_types = (torch.SymInt, torch.SymFloat, torch.SymBool)
+    parts, symbolic = [], False
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        if isinstance(value, symbolic_types):
+            symbolic = True
+            parts.append(f"{node.name}: Sym({value})")
+        elif isinstance(value, torch.Tensor):
+            symbolic = symbolic or any(isinstance(size, torch.SymInt) for size in value.shape)
+            parts.append(f"{node.name}: {_bridge.describe_fake(value)}")
+    return ", ".join(parts) if symbolic else ""
 
 
 def _op_names(gm):

@@ -185,7 +185,8 @@ def test_recompile_reason_is_logged(caplog):
 
 def test_cache_limit_runs_eagerly_with_one_warning(caplog):
     counter = CompileCounter()
-    compiled = bytegraph.compile(f_scale, backend=counter)
+    # Static ints: each new value is a new entry (automatic dynamic would make n symbolic).
+    compiled = bytegraph.compile(f_scale, backend=counter, dynamic=False)
     with bytegraph.config.patch(cache_size_limit=3), caplog.at_level(logging.WARNING, logger="bytegraph"):
         results = [compiled(torch.ones(2), n) for n in range(6)]
     assert all(torch.equal(r, torch.ones(2) * n) for n, r in enumerate(results))

@@ -233,7 +233,7 @@ def scale_by(x, n):
 
 def test_recompile_limit_and_its_message_say_what_to_do(caplog):
     counter = CompileCounter()
-    compiled = bytegraph.compile(scale_by, backend=counter, recompile_limit=2)
+    compiled = bytegraph.compile(scale_by, backend=counter, recompile_limit=2, dynamic=False)
     with caplog.at_level(logging.WARNING, logger="bytegraph"):
         for n in range(4):
             assert torch.equal(compiled(torch.ones(2), n), torch.ones(2) * n)

@@ -1,5 +1,7 @@
 #include "frame/eval_hook.h"
 
+#include <cxxabi.h>
+
 #include <memory>
 
 #include "frame/cache_entry.h"
@@ -98,7 +100,8 @@ bool error_reaches_caller() {
 
 // Called from a catch block. Leaves the error raised (see error_reaches_caller) or marks
 // the code skipped, logs once per code object and clears every Python error it saw.
-void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) noexcept {
+// Not noexcept, like the hook: a thread's forced unwinding passes through (see eval_frame_hook).
+void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) {
   g_stats.compile_failures++;
   set_python_error_from_current_exception();
   if (error_reaches_caller()) return;
@@ -116,6 +119,8 @@ void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) noexcept
       cache.set_failure_logged();
       log_compile_failure(code, error ? error.get() : Py_None);
     }
+  } catch (abi::__forced_unwind&) {
+    throw;  // the thread is exiting (see eval_frame_hook)
   } catch (...) {
     // Logging itself failed (e.g. a broken handler): nothing more we can report safely.
   }
@@ -144,7 +149,11 @@ PyObject* call_entry(const CacheEntry& entry, const FrameView& view) {
   return PyObject_Vectorcall(callee, arguments.data(), arguments.size(), nullptr);
 }
 
-PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int throw_flag) noexcept {
+// Not noexcept, although no C++ exception leaves it: when the interpreter finalizes, a daemon
+// thread waiting for the GIL is ended with pthread_exit, whose forced unwinding passes through
+// every frame of that thread, this hook's included; a noexcept frame would turn it into
+// std::terminate (an abort at exit). Forced unwinds are rethrown wherever the hook catches.
+PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int throw_flag) {
   ThreadHookState* state = current_thread_state();
   // throw_flag: a generator is being thrown into; it must unwind through its own frame.
   if (state == nullptr || !state->compiler || state->busy > 0 || throw_flag) {
@@ -167,6 +176,8 @@ PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int th
   std::shared_ptr<CacheEntry> entry;
   try {
     entry = find_or_compile(*state, view);
+  } catch (abi::__forced_unwind&) {
+    throw;
   } catch (...) {
     handle_compile_failure(*state, code);
     if (PyErr_Occurred()) {  // re-raise mode: the call fails with the compiler's error

@@ -117,6 +117,7 @@ void collect_refs(PyObject* value, PyObject* ref_class, std::vector<PyObject*>& 
 std::vector<int> Graph::drop_unused_placeholders(const std::vector<int>& outputs) {
   std::vector<PyObject*> used;
   for (const auto& node : nodes_) {
+    if (node->dead) continue;
     collect_refs(node->args.get(), node_ref_class_.get(), used);
     collect_refs(node->kwargs.get(), node_ref_class_.get(), used);
   }
@@ -129,6 +130,22 @@ std::vector<int> Graph::drop_unused_placeholders(const std::vector<int>& outputs
     dropped.push_back(node->index);
   }
   return dropped;
+}
+
+void Graph::drop_unused_pure_nodes(const std::vector<int>& outputs) {
+  std::vector<PyObject*> used;
+  for (int output : outputs) used.push_back(nodes_.at(output)->ref.get());
+  // References point backwards, so one pass from the end sees every use of a node first.
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Node& node = **it;
+    if (node.dead) continue;
+    if (node.pure && std::find(used.begin(), used.end(), node.ref.get()) == used.end()) {
+      node.dead = true;
+      continue;
+    }
+    collect_refs(node.args.get(), node_ref_class_.get(), used);
+    collect_refs(node.kwargs.get(), node_ref_class_.get(), used);
+  }
 }
 
 namespace {

@@ -39,6 +39,7 @@ struct Node {
   UserLocation location;
   std::string name;  // a name hint (placeholders and get_attr); empty lets FX choose
   bool dead = false;  // dropped before materialisation (an input nothing used)
+  bool pure = false;  // no effect besides its result (size arithmetic): dropped when unused
 };
 
 class Graph {
@@ -66,6 +67,8 @@ class Graph {
   // Marks placeholders that no node and no output (node indices) uses as dead, and
   // returns their indices: inputs read but never computed with (list items, unused args).
   std::vector<int> drop_unused_placeholders(const std::vector<int>& outputs);
+  // Marks pure nodes whose results nothing live uses (nor an output) as dead.
+  void drop_unused_pure_nodes(const std::vector<int>& outputs);
 
   // Placeholder and get_attr names must be unique, valid identifiers.
   std::string unique_name(const std::string& hint);

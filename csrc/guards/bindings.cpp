@@ -150,6 +150,21 @@ void bind_guard_set(nb::module_& m) {
       .def("add_none_match", [](GuardSet& g, const PySource& s, bool is_none) {
         g.add_none_match(s.source, is_none);
       })
+      .def("add_tensor_match_unchecked",
+           [](GuardSet& g, const PySource& s, nb::handle tensor, std::vector<int> sizes, std::vector<int> strides) {
+             g.add_tensor_match_unchecked(s.source, tensor.ptr(), sizes, strides);
+           },
+           nb::arg("source"), nb::arg("tensor").none(), nb::arg("unchecked_sizes"), nb::arg("unchecked_strides"))
+      .def("add_symbol_binding",
+           [](GuardSet& g, const PySource& s, std::string kind, int dim, int slot) {
+             g.add_symbol_binding(s.source, kind, dim, slot);
+           },
+           nb::arg("source"), nb::arg("kind"), nb::arg("dim"), nb::arg("slot"),
+           "Shape guards: read the value at `source` (its size/stride `dim`, or the int) into `slot`.")
+      .def("add_shape_guard",
+           [](GuardSet& g, nb::handle guard, std::string text) { g.add_shape_guard(guard.ptr(), text); },
+           nb::arg("guard"), nb::arg("text"),
+           "A shape guard: an expression tuple over slots (see csrc/guards/shape_guard.h).")
       .def("describe", &GuardSet::describe)
       .def("__len__", &GuardSet::size)
       .def("build", [](const GuardSet& g) { return PyGuardTree{g.build()}; });

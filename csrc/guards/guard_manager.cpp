@@ -11,6 +11,8 @@ GuardManager::GuardManager(SourcePtr source)
 
 void GuardManager::add_leaf(LeafPtr leaf) { leaves_.push_back(std::move(leaf)); }
 
+void GuardManager::add_binding(SymbolBinding binding) { bindings_.push_back(binding); }
+
 GuardManager& GuardManager::child_for(const SourcePtr& source) {
   std::string repr = source->repr();
   for (const auto& accessor : accessors_) {
@@ -46,6 +48,9 @@ bool GuardManager::check(PyObject* value, const FrameValues& frame) const {
   for (const LeafPtr& leaf : leaves_) {
     if (!leaf->check(value)) return false;
   }
+  for (const SymbolBinding& binding : bindings_) {
+    if (!binding.bind(value, frame.symbol_values)) return false;
+  }
   if (!captures_.empty()) capture(value, captures_, frame);
   for (const auto& accessor : accessors_) {
     if (!accessor->check(value, frame)) return false;
@@ -60,6 +65,13 @@ std::string GuardManager::explain(PyObject* value, const FrameValues& frame) con
     } catch (PythonError& error) {
       if (error.is_interrupt()) throw;
       return leaf->describe(repr_) + " raised " + error.what();
+    }
+  }
+  for (const SymbolBinding& binding : bindings_) {
+    try {
+      if (!binding.bind(value, frame.symbol_values)) return binding.explain(value, repr_);
+    } catch (PythonError& error) {
+      return binding.name(repr_) + " raised " + error.what();
     }
   }
   if (!captures_.empty()) capture(value, captures_, frame);

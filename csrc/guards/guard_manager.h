@@ -12,6 +12,7 @@
 #include "guards/accessor.h"
 #include "guards/guard_set.h"
 #include "guards/leaf_guard.h"
+#include "guards/shape_guard.h"
 #include "guards/source.h"
 
 namespace bytegraph::guards {
@@ -24,6 +25,9 @@ class GuardManager {
 
   // Building (not thread-safe, not on the hot path).
   void add_leaf(LeafPtr leaf);
+  // Reads one of this value's sizes/strides (or the int itself) for the shape guards; runs
+  // after the leaves, so the value already passed its type and tensor checks.
+  void add_binding(SymbolBinding binding);
   // Stores this manager's value (a new reference) in the check's captured slot `slot`, once
   // its own leaves passed, for the relational guards.
   void add_capture(int slot) { captures_.push_back(slot); }
@@ -49,6 +53,7 @@ class GuardManager {
   SourcePtr source_;
   std::string repr_;
   std::vector<LeafPtr> leaves_;
+  std::vector<SymbolBinding> bindings_;
   std::vector<int> captures_;
   std::vector<std::unique_ptr<Accessor>> accessors_;
   bool may_run_python_ = false;

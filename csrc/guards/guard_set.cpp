@@ -40,28 +40,47 @@ class CapturedValues {
   PyObject** slots_;
 };
 
+// The sizes and ints one check reads for the shape guards (shape_guard.h): on the stack for
+// the usual handful.
+class SymbolValues {
+ public:
+  explicit SymbolValues(size_t count) {
+    if (count > kInline) heap_.resize(count);
+  }
+  int64_t* get() { return heap_.empty() ? inline_ : heap_.data(); }
+
+ private:
+  static constexpr size_t kInline = 16;
+  int64_t inline_[kInline] = {};
+  std::vector<int64_t> heap_;
+};
+
 class FrameGuardTree final : public GuardTree {
  public:
-  FrameGuardTree() : root_(nullptr) {}
+  explicit FrameGuardTree(ShapeGuards shape_guards) : root_(nullptr), shape_guards_(std::move(shape_guards)) {}
   GuardManager& root() { return root_; }
   void add_relation(std::unique_ptr<RelationalGuard> relation) { relations_.push_back(std::move(relation)); }
   void set_slot_names(std::vector<std::string> names) { slot_names_ = std::move(names); }
 
   bool check(const FrameValues& frame) const override {
-    if (slot_names_.empty()) return root_.check(nullptr, frame);
+    if (slot_names_.empty() && shape_guards_.empty()) return root_.check(nullptr, frame);
     CapturedValues captured(slot_names_.size());
+    SymbolValues symbols(shape_guards_.slot_count());
     FrameValues with_slots = frame;
     with_slots.captured = captured.get();
+    with_slots.symbol_values = symbols.get();
     if (!root_.check(nullptr, with_slots) || !captured.complete()) return false;
     for (const auto& relation : relations_)
       if (!relation->check(captured.get())) return false;
-    return true;
+    return shape_guards_.check(symbols.get());
   }
   std::string explain_failure(const FrameValues& frame) const override {
-    if (slot_names_.empty()) return root_.explain(nullptr, frame);
+    if (slot_names_.empty() && shape_guards_.empty()) return root_.explain(nullptr, frame);
     CapturedValues captured(slot_names_.size());
+    SymbolValues symbols(shape_guards_.slot_count());
     FrameValues with_slots = frame;
     with_slots.captured = captured.get();
+    with_slots.symbol_values = symbols.get();
     std::string reason = root_.explain(nullptr, with_slots);
     if (!reason.empty()) return reason;
     if (!captured.complete()) return "a value of a relational guard was not read";
@@ -69,7 +88,7 @@ class FrameGuardTree final : public GuardTree {
       reason = relation->explain(captured.get(), slot_names_);
       if (!reason.empty()) return reason;
     }
-    return {};
+    return shape_guards_.explain(symbols.get());
   }
   std::vector<std::string> describe() const override {
     std::vector<std::pair<std::string, std::string>> lines;
@@ -82,12 +101,14 @@ class FrameGuardTree final : public GuardTree {
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::string> text;
     for (auto& line : lines) text.push_back(std::move(line.second));
+    for (auto& line : shape_guards_.describe()) text.push_back(std::move(line));
     return text;
   }
-  size_t guard_count() const override { return root_.guard_count() + relations_.size(); }
+  size_t guard_count() const override { return root_.guard_count() + relations_.size() + shape_guards_.size(); }
 
  private:
   GuardManager root_;
+  ShapeGuards shape_guards_;
   std::vector<std::unique_ptr<RelationalGuard>> relations_;
   std::vector<std::string> slot_names_;  // the source captured in each slot
 };
@@ -111,6 +132,9 @@ struct GuardSet::Impl {
   // Relational guards, by the sources they relate (kept as sources until build()).
   std::vector<std::pair<SourcePtr, SourcePtr>> same_objects;
   std::vector<std::vector<SourcePtr>> distinct_objects;
+  // Shape guards and the bindings that read their values (shape_guard.h).
+  std::vector<std::pair<SourcePtr, SymbolBinding>> bindings;
+  ShapeGuards shape_guards;
 
   void add(const SourcePtr& source, LeafPtr leaf) {
     BYTEGRAPH_CHECK(source != nullptr, "a guard needs a source");
@@ -152,6 +176,30 @@ void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
 }
 
+void GuardSet::add_tensor_match_unchecked(const SourcePtr& source, PyObject* tensor,
+                                          const std::vector<int>& unchecked_sizes,
+                                          const std::vector<int>& unchecked_strides) {
+  impl_->add(source, make_tensor_match_unchecked(tensor, unchecked_sizes, unchecked_strides));
+}
+
+void GuardSet::add_symbol_binding(const SourcePtr& source, const std::string& kind, int dim, int slot) {
+  BYTEGRAPH_CHECK(source != nullptr, "a symbol binding needs a source");
+  SymbolBinding::Kind which;
+  if (kind == "size") which = SymbolBinding::Kind::Size;
+  else if (kind == "stride") which = SymbolBinding::Kind::Stride;
+  else if (kind == "int") which = SymbolBinding::Kind::Int;
+  else throw PythonError::make(PyExc_ValueError, "symbol binding kind must be size, stride or int, got " + kind);
+  if (slot < 0 || (which != SymbolBinding::Kind::Int && dim < 0))
+    throw PythonError::make(PyExc_ValueError, "symbol binding with a negative slot or dimension");
+  SymbolBinding binding(which, dim, slot);
+  impl_->shape_guards.set_slot_name(slot, binding.name(source->repr()));
+  impl_->bindings.emplace_back(source, binding);
+}
+
+void GuardSet::add_shape_guard(PyObject* guard, const std::string& text) {
+  impl_->shape_guards.add(ShapeGuard(parse_shape_expr(guard), text));
+}
+
 void GuardSet::add_same_object(const SourcePtr& first, const SourcePtr& second) {
   BYTEGRAPH_CHECK(first && second, "a relational guard needs sources");
   if (first->repr() == second->repr()) return;
@@ -189,16 +237,20 @@ std::vector<std::string> GuardSet::describe() const {
     for (size_t i = 0; i < sources.size(); ++i) line += (i ? ", " : " ") + sources[i]->repr();
     lines.push_back(line);
   }
+  for (auto& line : impl_->shape_guards.describe()) lines.push_back(std::move(line));
   return lines;
 }
 
 std::unique_ptr<GuardTree> GuardSet::build() const {
-  auto tree = std::make_unique<FrameGuardTree>();
+  if (int slot = impl_->shape_guards.unbound_slot(); slot >= 0)
+    throw PythonError::make(PyExc_ValueError, "a shape guard reads slot " + std::to_string(slot) + ", which nothing binds");
+  auto tree = std::make_unique<FrameGuardTree>(impl_->shape_guards);
   for (const LeafPtr& leaf : impl_->global_state) tree->root().add_leaf(leaf);
   for (const auto& [repr, entry] : impl_->by_source) {
     GuardManager& manager = manager_for(tree->root(), entry.source);
     for (const LeafPtr& leaf : entry.leaves) manager.add_leaf(leaf);
   }
+  for (const auto& [source, binding] : impl_->bindings) manager_for(tree->root(), source).add_binding(binding);
   // One captured slot per related source, filled by that source's manager.
   std::map<std::string, int> slots;
   std::vector<std::string> slot_names;
@@ -225,7 +277,8 @@ std::unique_ptr<GuardTree> GuardSet::build() const {
 }
 
 size_t GuardSet::size() const {
-  size_t count = impl_->global_state.size() + impl_->same_objects.size() + impl_->distinct_objects.size();
+  size_t count = impl_->global_state.size() + impl_->same_objects.size() + impl_->distinct_objects.size() +
+                 impl_->shape_guards.size();
   for (const auto& [repr, entry] : impl_->by_source) count += entry.leaves.size();
   return count;
 }

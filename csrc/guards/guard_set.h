@@ -7,6 +7,7 @@
 // A missing attribute, key, slot or cell at check time fails the guard; it is not an error.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct FrameValues {
   PyObject* globals = nullptr;
   PyObject* builtins = nullptr;
   PyObject* closure = nullptr;  // tuple of cells, or null
+  // Filled while a tree with shape guards is checked: the sizes and ints they read (one slot
+  // each, see shape_guard.h). Set by the tree itself; callers leave it null.
+  int64_t* symbol_values = nullptr;
   // Values captured during one check for the relational guards (relational_guards.h): one
   // strong reference per slot, set by the tree walk, owned and released by the tree's check.
   PyObject** captured = nullptr;
@@ -46,6 +50,15 @@ class GuardSet {
   void add_length_match(const SourcePtr& source, Py_ssize_t length);
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
+  // TENSOR_MATCH leaving exactly these sizes and strides to the shape guards (symbolic ones).
+  void add_tensor_match_unchecked(const SourcePtr& source, PyObject* tensor,
+                                  const std::vector<int>& unchecked_sizes,
+                                  const std::vector<int>& unchecked_strides);
+  // Shape guards (shape_guard.h): the value at `source` is read into `slot`: its size or
+  // stride `dim` ("size", "stride"), or the int itself ("int"); `guard` is an expression tuple
+  // over slots, `text` how it reads.
+  void add_symbol_binding(const SourcePtr& source, const std::string& kind, int dim, int slot);
+  void add_shape_guard(PyObject* guard, const std::string& text);
   void add_dict_lacks_key(const SourcePtr& source, PyObject* key);  // an exact dict
   // Relations between values read from different sources: `second` is the same object as
   // `first` (one object reached two ways during tracing), and the `sources` are pairwise

@@ -58,5 +58,8 @@ LeafPtr make_equals_match(PyObject* value);
 LeafPtr make_grad_mode_match(bool enabled);
 bool grad_mode_enabled_now();
 LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims);
+// Symbolic shapes: these sizes and strides are left to the shape guards (shape_guard.h).
+LeafPtr make_tensor_match_unchecked(PyObject* tensor, const std::vector<int>& unchecked_sizes,
+                                    const std::vector<int>& unchecked_strides);
 
 }  // namespace bytegraph::guards

@@ -52,6 +52,12 @@ class TensorMatch final : public LeafGuard {
     for (int dim : dynamic_dims) mark_dynamic(dim, traced_strides);
   }
 
+  // Symbolic shapes: the shape guards check these sizes and strides instead.
+  void leave_unchecked(const std::vector<int>& sizes, const std::vector<int>& strides) {
+    for (int dim : sizes) unchecked(sizes_, dim, "size");
+    for (int dim : strides) unchecked(strides_, dim, "stride");
+  }
+
   bool check(PyObject* value) const override { return !first_mismatch(value, nullptr); }
   std::string explain(PyObject* value, const std::string& source) const override {
     std::string reason;
@@ -81,6 +87,13 @@ class TensorMatch final : public LeafGuard {
       if (i != dim && traced_strides[i] >= traced_strides[dim]) strides_[i] = kUnchecked;
     }
     sizes_[dim] = kUnchecked;
+  }
+
+  static void unchecked(std::vector<int64_t>& values, int dim, const char* what) {
+    if (dim < 0 || dim >= static_cast<int>(values.size()))
+      throw PythonError::make(PyExc_IndexError, std::string("TENSOR_MATCH: unchecked ") + what + " " +
+                                                    std::to_string(dim) + " out of range");
+    values[static_cast<size_t>(dim)] = kUnchecked;
   }
 
   // True if `value` differs; then `reason` (when given) says how.
@@ -191,6 +204,18 @@ LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims
     throw PythonError::make(PyExc_TypeError, "TENSOR_MATCH needs a torch.Tensor, got " + got);
   }
   return std::make_shared<TensorMatch>(meta, tensor, dynamic_dims);
+}
+
+LeafPtr make_tensor_match_unchecked(PyObject* tensor, const std::vector<int>& unchecked_sizes,
+                                    const std::vector<int>& unchecked_strides) {
+  const TensorMeta& meta = TensorMeta::get();
+  if (tensor == nullptr || !meta.is_tensor(tensor)) {
+    std::string got = tensor == nullptr ? "NULL" : type_name(Py_TYPE(tensor));
+    throw PythonError::make(PyExc_TypeError, "TENSOR_MATCH needs a torch.Tensor, got " + got);
+  }
+  auto match = std::make_shared<TensorMatch>(meta, tensor, std::vector<int>{});
+  match->leave_unchecked(unchecked_sizes, unchecked_strides);
+  return match;
 }
 
 }  // namespace bytegraph::guards

@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "guards/python_handles.h"
 #include "python/errors.h"
+#include "trace/symbolic.h"
 #include "trace/trace.h"
 
 namespace bytegraph {
@@ -102,6 +103,11 @@ void bind_trace(nb::module_& m) {
                    "The graph's inputs as guards.Source handles, in placeholder order")
       .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
            "A new guard tree for everything the trace relied on.")
+      .def("add_shape_guards", [](trace::TraceResult& r) { trace::add_shape_guards(r); },
+           "Dynamic shapes: adds the ShapeEnv's guards (call after the backend ran, which may add "
+           "guards of its own); nothing for a static trace.")
+      .def_prop_ro("fake_mode", [](const trace::TraceResult& r) { return borrow(r.fake_mode); },
+                   "The FakeTensorMode of a trace with symbolic shapes (backends compile in it), or None.")
       // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.
       .def_prop_ro(
           "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
@@ -126,18 +132,20 @@ void bind_trace(nb::module_& m) {
       "log(line), if given, receives a TRACE line (opcode, argument, symbolic stack) per instruction.");
   trace.def(
       "trace_frame",
-      [](nb::object fn, nb::tuple slots, bool allow_graph_break, nb::object log) -> nb::object {
+      [](nb::object fn, nb::tuple slots, bool allow_graph_break, nb::object log, nb::object shapes) -> nb::object {
         PyObject* tuple = slots.ptr();
         return finish_trace(
             [&] {
               return trace::trace_frame(fn.ptr(), &PyTuple_GET_ITEM(tuple, 0), static_cast<int>(PyTuple_GET_SIZE(tuple)),
-                                        log.ptr());
+                                        log.ptr(), shapes.ptr());
             },
             allow_graph_break);
       },
       nb::arg("fn"), nb::arg("slots"), nb::arg("allow_graph_break") = false, nb::arg("log").none() = nb::none(),
+      nb::arg("shapes").none() = nb::none(),
       "Like trace(), for a frame's argument slots in localsplus order (positional, keyword-only, "
-      "*args tuple, **kwargs dict), as the frame hook sees them: no re-binding of arguments.");
+      "*args tuple, **kwargs dict), as the frame hook sees them: no re-binding of arguments. "
+      "shapes: what may be symbolic (bytegraph._dynamic.ShapePolicy); None traces static shapes.");
 }
 
 }  // namespace bytegraph

@@ -12,6 +12,15 @@ void GuardLog::add(Kind kind, const guards::SourcePtr& source, PyObject* object,
   entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length, std::move(key)});
 }
 
+void GuardLog::add_tensor(const guards::SourcePtr& source, PyObject* tensor, std::vector<int> unchecked_sizes,
+                          std::vector<int> unchecked_strides) {
+  size_t before = entries_.size();
+  add(Kind::Tensor, source, tensor);
+  if (entries_.size() == before) return;
+  entries_.back().unchecked_sizes = std::move(unchecked_sizes);
+  entries_.back().unchecked_strides = std::move(unchecked_strides);
+}
+
 void GuardLog::add_same_object(const guards::SourcePtr& first, const guards::SourcePtr& second) {
   if (!first || !second) return;
   std::string key = std::to_string(static_cast<int>(Kind::SameObject)) + second->repr() + " is " + first->repr();
@@ -32,7 +41,10 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::Type: set.add_type_match(e.source, (PyTypeObject*)e.object.get()); break;
       case Kind::Id: set.add_id_match(e.source, e.object.get()); break;
       case Kind::Equals: set.add_equals_match(e.source, e.object.get()); break;
-      case Kind::Tensor: set.add_tensor_match(e.source, e.object.get()); break;
+      case Kind::Tensor:
+        if (e.unchecked_sizes.empty() && e.unchecked_strides.empty()) set.add_tensor_match(e.source, e.object.get());
+        else set.add_tensor_match_unchecked(e.source, e.object.get(), e.unchecked_sizes, e.unchecked_strides);
+        break;
       case Kind::Length: set.add_length_match(e.source, e.length); break;
       case Kind::DictKeys: set.add_dict_keys_match(e.source, e.object.get()); break;
       case Kind::None: set.add_none_match(e.source, e.length != 0); break;

@@ -20,6 +20,9 @@ class GuardLog {
   enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None, SameObject, LacksKey };
 
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
+  // TENSOR_MATCH on `tensor`, leaving the listed (symbolic) sizes and strides to the shape guards.
+  void add_tensor(const guards::SourcePtr& source, PyObject* tensor, std::vector<int> unchecked_sizes,
+                  std::vector<int> unchecked_strides);
   // `second` reached the same object as `first` did during the trace.
   void add_same_object(const guards::SourcePtr& first, const guards::SourcePtr& second);
   size_t size() const { return entries_.size(); }
@@ -34,8 +37,9 @@ class GuardLog {
     guards::SourcePtr source;
     py::Ref<> object;
     Py_ssize_t length;
-    std::string key;
-    guards::SourcePtr other;  // SameObject: the first source  // kind and source name, for de-duplication
+    std::string key;  // kind and source name, for de-duplication
+    guards::SourcePtr other;  // SameObject: the first source
+    std::vector<int> unchecked_sizes, unchecked_strides;  // Tensor: left to the shape guards
   };
   std::vector<Entry> entries_;
   std::unordered_set<std::string> keys_;

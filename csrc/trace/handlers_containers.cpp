@@ -3,6 +3,7 @@
 #include "trace/operators.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -66,6 +67,10 @@ void set_update(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 
 void build_slice(Tracer&, FrameState& frame, const Instruction& inst) {
   Args parts = frame.pop_n(inst.arg);
+  if (ValuePtr slice = symbolic_slice(parts)) {
+    frame.push(std::move(slice));
+    return;
+  }
   for (const auto& part : parts)
     if (!part->is_constant()) unsupported("unsupported_subscript", "slice with a symbolic bound " + part->repr());
   py::Ref<> slice = check(PySlice_New(parts[0]->constant(), parts[1]->constant(),

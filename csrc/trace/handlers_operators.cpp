@@ -5,6 +5,7 @@
 #include "bytecode/arguments.h"
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -135,6 +136,10 @@ void binary_slice(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr stop = frame.pop();
   ValuePtr start = frame.pop();
   ValuePtr container = frame.pop();
+  if (ValuePtr slice = symbolic_slice({start, stop})) {
+    frame.push(container->get_item(tracer, slice));
+    return;
+  }
   if (!start->is_constant() || !stop->is_constant()) unsupported("unsupported_subscript", "slice with symbolic bounds");
   py::Ref<> slice = check(PySlice_New(start->constant(), stop->constant(), nullptr));
   frame.push(container->get_item(tracer, ConstantValue::make(std::move(slice))));

@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "trace/symbolic.h"
+
 namespace bytegraph::trace {
 
 PyObject* operator_function(const char* name) {
@@ -168,6 +170,7 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
   // in-place ones on a mutable container: `xs += ys` changes xs itself.
   if (all_constant(operands) && !(is_inplace_operator(function) && !operands[0]->is_constant()))
     return fold(function, operands);
+  if (ValuePtr result = symbolic_operator(tracer, function, operands)) return result;
   for (const auto& operand : operands) {
     if (operand->is_tensor())
       return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});

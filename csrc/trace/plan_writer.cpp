@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trace/symbolic.h"
+
 namespace bytegraph::trace {
 
 using codegen::OutputPlan;
@@ -12,6 +14,8 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   // tensor would lose its identity.
   if (value->source()) return OutputPlan::of_source(value->source());
   if (auto* tensor_value = dynamic_cast<TensorValue*>(value.get())) return tensor(*tensor_value);
+  // A symbolic size or int computed by the graph: one of its outputs.
+  if (auto* number = dynamic_cast<SymNumberValue*>(value.get())) return OutputPlan::graph_output(output_index(number->node()));
   if (value->is_constant()) return OutputPlan::of_constant(value->constant());
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
   require_single_reference(value);

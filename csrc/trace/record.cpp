@@ -1,5 +1,6 @@
 // Recording operations: run on fakes, append the node, wrap the result (folding results
 // computed from metadata alone, splitting multiple outputs with getitem nodes).
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -40,6 +41,7 @@ ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const 
   std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());
   py::Ref<> result = run_on_fakes(run_op_.get(), graph::op_name(op), target.get(), fake_args.get(),
                                   fake_kwargs.get(), bridge, what);
+  shapes->after_op();
   py::Ref<> node_args = graph_args(*this, args, ArgMode::Graph);
   py::Ref<> node_kwargs = graph_kwargs(*this, kwargs, ArgMode::Graph);
   graph::Node& node = graph.append(op, std::move(target), std::move(node_args), std::move(node_kwargs),
@@ -53,6 +55,7 @@ ValuePtr Tracer::record_module_call(PyObject* module, const std::string& name, c
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
   py::Ref<> result = run_on_fakes(run_op_.get(), "call_module", module, fake_args.get(), fake_kwargs.get(),
                                   bridge, py_repr((PyObject*)Py_TYPE(module)));
+  shapes->after_op();
   std::string attr = graph.add_root_attr(name, module);
   py::Ref<> node_args = graph_args(*this, args, ArgMode::Graph);
   py::Ref<> node_kwargs = graph_kwargs(*this, kwargs, ArgMode::Graph);
@@ -85,7 +88,8 @@ ValuePtr Tracer::wrap_result(int node, PyObject* result) {
     value->target = graph.node(node).target.copy();
     return value;
   }
-  if (!contains_tensor(result, tensor_type)) {
+  if (is_symbolic_object(result)) return wrap_symbolic_number(*this, node, result);
+  if (!contains_tensor(result, tensor_type) && !contains_symbolic_object(result)) {
     // An op returning None ran for its effect (x[i] = v): keep its node.
     if (result == Py_None) return ConstantValue::none();
     // A result computed from metadata alone (a size, a flag): fold it, no node needed.
@@ -108,11 +112,18 @@ ValuePtr Tracer::wrap_items(int node, PyObject* result) {
   for (Py_ssize_t i = 0; i < n; ++i) {
     py::Ref<> item = check(PySequence_GetItem(result, i));
     bool tensor = PyObject_TypeCheck(item.get(), (PyTypeObject*)tensor_type);
-    if (tensor || ((PyTuple_Check(item.get()) || PyList_Check(item.get())) && contains_tensor(item.get(), tensor_type))) {
+    bool symbolic = is_symbolic_object(item.get());
+    bool nested = (PyTuple_Check(item.get()) || PyList_Check(item.get())) &&
+                  (contains_tensor(item.get(), tensor_type) || contains_symbolic_object(item.get()));
+    if (tensor || symbolic || nested) {
       py::Ref<> index = check(PyLong_FromSsize_t(i));
       py::Ref<> args = check(PyTuple_Pack(2, graph.node(node).ref.get(), index.get()));
       graph::Node& getitem = graph.append(graph::Op::CallFunction, py::Ref<>::newref(bridge.getitem.get()),
                                           std::move(args), nullptr, item.copy(), location());
+      if (symbolic) {
+        items.push_back(wrap_symbolic_number(*this, getitem.index, item.get()));
+        continue;
+      }
       if (!tensor) {
         items.push_back(wrap_items(getitem.index, item.get()));
         continue;

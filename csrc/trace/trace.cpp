@@ -6,6 +6,7 @@
 
 #include "record/trace_events.h"
 #include "trace/interpreter.h"
+#include "trace/symbolic.h"
 #include "trace/plan_writer.h"
 
 namespace bytegraph::trace {
@@ -52,9 +53,8 @@ void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyO
 std::vector<int> live_tensor_outputs(const FrameState& frame) {
   std::vector<int> outputs;
   auto add = [&](const ValuePtr& value) {
-    auto* tensor = dynamic_cast<TensorValue*>(value.get());
-    if (tensor && std::find(outputs.begin(), outputs.end(), tensor->node()) == outputs.end())
-      outputs.push_back(tensor->node());
+    int node = graph_node_of(value);  // a tensor or a symbolic number
+    if (node >= 0 && std::find(outputs.begin(), outputs.end(), node) == outputs.end()) outputs.push_back(node);
   };
   for (const auto& value : frame.stack) if (value) add(value);
   for (const auto& value : frame.locals) if (value) add(value);
@@ -90,7 +90,7 @@ static void apply_test_switch() {
   throw InternalError(std::string("BYTEGRAPH_TEST_TRACER must be 'raise' or 'break', not '") + mode + "'");
 }
 
-TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log) {
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log, PyObject* shapes) {
   if (!PyFunction_Check(function)) throw PythonError::make(PyExc_TypeError, "trace_frame needs a Python function");
   apply_test_switch();
   // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
@@ -108,7 +108,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
       PyErr_Restore(type, value, traceback);
     }
   } restore_grad_mode{bridge, grad_enabled.get()};
-  Tracer tracer(py::Ref<>::newref(function));
+  Tracer tracer(py::Ref<>::newref(function), shapes == Py_None ? nullptr : shapes);
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
   if (record::Recorder* recorder = record::attached())
     tracer.events = std::make_shared<record::TraceEvents>(*recorder, tracer);
@@ -134,6 +134,8 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     trace_result.break_state = describe_break_state(tracer, frame, outputs);
     if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
   }
+  // Size arithmetic nothing uses (a comparison answered while tracing) is not computed.
+  tracer.graph.drop_unused_pure_nodes(outputs);
   // Tensors read but not used by the graph are not inputs. Their guards stay: the trace may
   // have folded their metadata (x.size(), x.dtype, len(x)) into constants it relies on.
   tracer.graph.drop_unused_placeholders(outputs);
@@ -156,12 +158,23 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   // The graph treats its tensor inputs as distinct tensors (in-place updates of one are not
   // seen through another): valid while they are.
   std::vector<guards::SourcePtr> tensor_sources;
-  for (const auto& input : tracer.inputs) tensor_sources.push_back(input.value->source());
+  for (const auto& input : tracer.inputs)
+    if (input.value->is_tensor()) tensor_sources.push_back(input.value->source());
   trace_result.guard_set->add_distinct_objects(tensor_sources);
   // The graph was traced under the grad mode the frame started with.
   trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
   trace_result.guards = trace_result.guard_set->describe();
-  if (tracer.events) tracer.events->end_trace(trace_result.graph_module.get(), trace_result.guards);
+  if (tracer.shapes->active()) {
+    trace_result.shape_session = py::Ref<>::newref(tracer.session());
+    trace_result.shape_sources = tracer.shapes->input_sources;
+    trace_result.fake_mode = check(PyObject_GetAttrString(tracer.session(), "mode"));
+  }
+  if (tracer.events) {
+    // The viewer sees the shape guards as tracing left them (the backend may add more).
+    std::vector<std::string> guards = trace_result.guards;
+    for (auto& line : tracer.shapes->guard_preview()) guards.push_back(std::move(line));
+    tracer.events->end_trace(trace_result.graph_module.get(), guards);
+  }
   return trace_result;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "guards/guard_set.h"
@@ -39,6 +40,12 @@ struct TraceResult {
   std::optional<BreakInfo> graph_break;
   // With graph_break: the stack and live locals there, as plans (trace/break_state.h).
   std::optional<BreakState> break_state;
+  // Dynamic shapes: the bridge session while it holds a ShapeEnv whose guards are not added
+  // yet (add_shape_guards in symbolic.h, after the backend ran), the sources those guards
+  // read, by name, and the fake mode backends must compile in (null for a static trace).
+  py::Ref<> shape_session;
+  std::unordered_map<std::string, guards::SourcePtr> shape_sources;
+  py::Ref<> fake_mode;
 };
 
 // Traces `function` (a Python function, bound method or nn.Module) called with `args`
@@ -50,6 +57,8 @@ TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs,
 // The same for a frame about to run (the frame hook's entry): `function` is a Python
 // function and `arguments` its first `count` localsplus slots (positional, keyword-only,
 // *args tuple, **kwargs dict, in that order), borrowed; null slots are unbound.
-TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log = nullptr);
+// `shapes`: what may be symbolic (bytegraph._dynamic.ShapePolicy), or null for a static trace.
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log = nullptr,
+                        PyObject* shapes = nullptr);
 
 }  // namespace bytegraph::trace

@@ -1,6 +1,7 @@
 #include "trace/tracer.h"
 
 #include "bytecode/decode.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -44,10 +45,11 @@ Tracer::~Tracer() {
   }
 }
 
-Tracer::Tracer(py::Ref<> function)
+Tracer::Tracer(py::Ref<> function, PyObject* shape_policy)
     : bridge(Bridge::get()), graph(py::Ref<>::newref(Bridge::get().node_ref_class.get())),
       function_(std::move(function)) {
-  session_ = check(PyObject_CallNoArgs(bridge.session_class.get()));
+  session_ = check(PyObject_CallOneArg(bridge.session_class.get(), shape_policy ? shape_policy : Py_None));
+  shapes = std::make_unique<SymbolicShapes>(*this, session_.get());
   run_op_ = check(PyObject_GetAttrString(session_.get(), "run_op"));
   fake_input_ = check(PyObject_GetAttrString(session_.get(), "fake_input"));
 }
@@ -143,6 +145,7 @@ std::string Tracer::describe_fake(int node) {
 
 void Tracer::truncate(size_t length) {
   graph.truncate(length);
+  shapes->truncate(length);
   while (!inputs.empty() && static_cast<size_t>(inputs.back().node) >= length) inputs.pop_back();
   while (!module_tensors.empty() && static_cast<size_t>(module_tensors.back().node) >= length)
     module_tensors.pop_back();

@@ -24,6 +24,8 @@ class TraceEvents;
 
 namespace bytegraph::trace {
 
+class SymbolicShapes;
+
 // A code object decoded once per trace, with what the interpreter needs to index it.
 struct CodeInfo {
   py::Ref<> code;
@@ -80,7 +82,8 @@ struct BreakInfo {
 
 class Tracer {
  public:
-  explicit Tracer(py::Ref<> function);
+  // `shape_policy`: what may be symbolic (bytegraph._dynamic.ShapePolicy), or null: static.
+  explicit Tracer(py::Ref<> function, PyObject* shape_policy = nullptr);
   ~Tracer();
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
@@ -98,6 +101,8 @@ class Tracer {
   // The event stream (csrc/record/) while a recorder is attached; null when nobody listens,
   // which is the interpreter's only per-instruction cost of recording.
   std::shared_ptr<record::TraceEvents> events;
+  // Symbolic sizes and ints (symbolic.h); dormant while every value is static.
+  std::unique_ptr<SymbolicShapes> shapes;
 
   // Run when the trace ends: values that can reach themselves (a generator whose frame holds
   // it) drop what they hold, so the reference cycles are broken.
@@ -107,6 +112,7 @@ class Tracer {
   // The same, shared: a trace result keeps its root code's decoded copy for codegen.
   std::shared_ptr<CodeInfo> shared_code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }
+  PyObject* session() const { return session_.get(); }  // the bridge Session (borrowed)
 
   // Wraps a real value read from the frame, a global or an attribute (Dynamo's
   // VariableBuilder), installing the guards its kind needs.

@@ -2,6 +2,7 @@
 // object becomes its symbolic value, with the source it was read from and the guards the
 // trace relies on.
 #include "trace/comptime.h"
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 #include "trace/values/partial.h"
 
@@ -20,6 +21,15 @@ bool is_literal(PyObject* value) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i)
     if (!is_literal(PyTuple_GET_ITEM(value, i))) return false;
   return true;
+}
+
+// Int arguments (or items of argument tuples/lists) may become symbolic; ints read from
+// globals, attributes or defaults stay constants, as under torch.compile.
+bool is_argument(const SourcePtr& source) {
+  using K = guards::Source::Kind;
+  if (!source) return false;
+  if (source->kind == K::Local) return true;
+  return source->kind == K::Item && is_argument(source->base);
 }
 
 bool is_direct(const SourcePtr& source) {
@@ -46,8 +56,10 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
     guards.add_same_object(input.value->source(), source);
     return input.value;
   }
-  guards.add(GuardLog::Kind::Tensor, source, real);
-  py::Ref<> fake = check(PyObject_CallOneArg(fake_input_.get(), real));
+  // Symbolic sizes get their own placeholders, before the tensor's.
+  SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
+  guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
+  py::Ref<> fake = std::move(input.fake);
   std::string name = graph.unique_name(graph::identifier_from(source->repr()));
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
   graph::Node& node = graph.append(graph::Op::Placeholder, std::move(target), nullptr, nullptr,
@@ -187,6 +199,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
   switch (kind) {
     case ObjectKind::Constant:
+      if (PyLong_CheckExact(real) && is_argument(source))
+        if (ValuePtr symbolic = shapes->int_input(real, source)) return symbolic;
       guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:

@@ -7,6 +7,7 @@
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
 #include "trace/values/strings.h"
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -81,6 +82,8 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) return make_int(static_cast<long>(dict->keys.size()));
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) return make_int(static_cast<long>(seq->items.size()));
   if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
+    py::Ref<> ndim = check(PyObject_GetAttrString(tensor->fake(), "ndim"));
+    if (PyLong_AsLong(ndim.get()) > 0) return tensor_size(tracer, value, 0);  // symbolic or not
     py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), tensor->fake()));
     return ConstantValue::make(std::move(length));
   }
@@ -343,6 +346,7 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
     return ConstantValue::none();
   }
   if (function == builtin("print")) unsupported("print", "print() has a side effect outside the graph");
+  if (ValuePtr result = symbolic_builtin(tracer, *this, function, args, kwargs)) return result;
   if (function == builtin("len") && args.size() == 1) return call_len(tracer, args[0]);
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
   if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);

@@ -2,6 +2,7 @@
 // mutated; those that came from the frame's inputs may not yet (their mutation would have
 // to be replayed after the graph runs).
 #include "trace/operators.h"
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/list_methods.h"
@@ -145,7 +146,8 @@ py::Ref<> SequenceValue::as_graph_arg(Tracer& tracer, ArgMode mode) const {
   return check(PyList_AsTuple(list.get()));
 }
 
-ValuePtr SequenceValue::get_item(Tracer&, const ValuePtr& key) {
+ValuePtr SequenceValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
+  ValuePtr key = concrete_key(tracer, symbolic_key, "indexing a list or tuple needs a concrete index");
   if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
   PyObject* index = key->constant();
   if (PySlice_Check(index)) {
@@ -206,7 +208,8 @@ std::optional<Args> DictValue::unpack(Tracer&) {
   return items;
 }
 
-ValuePtr DictValue::get_item(Tracer&, const ValuePtr& key) {
+ValuePtr DictValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
+  ValuePtr key = concrete_key(tracer, symbolic_key, "a dict key must be a concrete value");
   if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
   int index = find(key->constant());
   if (index < 0) unsupported("key_error", "KeyError: " + py_repr(key->constant()));

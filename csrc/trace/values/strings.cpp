@@ -2,6 +2,7 @@
 #include "trace/values/strings.h"
 
 #include "trace/operators.h"
+#include "trace/symbolic.h"
 
 namespace bytegraph::trace {
 
@@ -13,7 +14,9 @@ namespace {
 
 // The real object whose text stands for `value`, or null: objects whose str/repr run no user
 // code and depend on the object alone.
-py::Ref<> textual_object(Tracer& tracer, const ValuePtr& value) {
+py::Ref<> textual_object(Tracer& tracer, const ValuePtr& symbolic) {
+  // Text holds a number's digits: a symbolic size or int is specialised to its value.
+  ValuePtr value = specialize(tracer, symbolic, "formatting a number into a string needs its value");
   if (py::Ref<> constant = constant_of(value)) return constant;
   if (value->is_tensor()) tensor_text(value);
   if (auto items = dynamic_cast<SequenceValue*>(value.get()))

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "trace/operators.h"
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -58,7 +59,7 @@ PyObject* TensorValue::python_type() const { return type_ ? type_.get() : Bridge
 ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
   switch (tensor_attribute_kind(name)) {
     case TensorAttr::Constant:
-      return ConstantValue::make(check(PyObject_GetAttrString(fake_.get(), name.c_str())));
+      return tensor_metadata(tracer, shared_from_this(), name, true, {}, {});
     case TensorAttr::Method:
       return std::make_shared<TensorMethodValue>(shared_from_this(), name);
     case TensorAttr::Property: {
@@ -108,7 +109,9 @@ bool TensorValue::truthy(Tracer&) const {
 std::optional<Args> TensorValue::unpack(Tracer& tracer) {
   py::Ref<> shape = check(PyObject_GetAttrString(fake_.get(), "shape"));
   if (PyTuple_GET_SIZE(shape.get()) == 0) unsupported("unsupported_iteration", "iterating a 0-d tensor");
-  long length = PyLong_AsLong(PyTuple_GET_ITEM(shape.get(), 0));
+  ValuePtr size = specialize(tracer, tensor_size(tracer, shared_from_this(), 0),
+                             "iterating over a tensor unrolls its first dimension");
+  long length = PyLong_AsLong(size->constant());
   Args items;
   for (long i = 0; i < length; ++i)
     items.push_back(get_item(tracer, ConstantValue::make(check(PyLong_FromLong(i)))));
@@ -126,11 +129,8 @@ ValuePtr TensorMethodValue::call(Tracer& tracer, const Args& args, const KwArgs&
   if (name_ == "item" || name_ == "tolist")
     unsupported("data_dependent_op", "Tensor." + name_ + "() reads tensor data");
   if (acts_outside_graph_) unsupported("tensor_effect", "Tensor." + name_ + "() acts outside the graph");
-  if (is_constant_method(name_) && all_constant(args, kwargs)) {
-    auto* tensor = static_cast<TensorValue*>(tensor_.get());
-    py::Ref<> method = check(PyObject_GetAttrString(tensor->fake(), name_.c_str()));
-    return fold(method.get(), args, kwargs);
-  }
+  if (is_constant_method(name_) && all_constant(args, kwargs))
+    return tensor_metadata(tracer, tensor_, name_, false, args, kwargs);
   Args all{tensor_};
   all.insert(all.end(), args.begin(), args.end());
   return tracer.record(graph::Op::CallMethod, check(PyUnicode_FromString(name_.c_str())), all, kwargs);

@@ -1,6 +1,7 @@
 // The Value base: defaults that decline, and the shared helpers.
 #include "trace/value.h"
 
+#include "trace/symbolic.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
@@ -109,7 +110,8 @@ std::optional<Args> ConstantValue::unpack(Tracer&) {
   return values;
 }
 
-ValuePtr ConstantValue::get_item(Tracer&, const ValuePtr& key) {
+ValuePtr ConstantValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
+  ValuePtr key = concrete_key(tracer, symbolic_key, "indexing a constant needs a concrete index");
   if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
   PyObject* item = PyObject_GetItem(object_.get(), key->constant());
   if (item == nullptr) {

@@ -1,0 +1,506 @@
+"""Dynamic shapes: automatic dynamic, dynamic=True/False, marks, symbolic ints, size
+arithmetic and branches, specialisation, shape guards (C++), logs, explain and inductor.
+
+Every case runs eagerly and compiled on the same inputs and asserts how many graphs were
+compiled and, where it matters, that the graph's inputs are symbolic (`s0`)."""
+
+import logging
+
+import pytest
+import torch
+import torch.nn as nn
+
+import bytegraph
+from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
+def sweep(fn, calls, backend=None, **compile_options):
+    """Runs fn eagerly and compiled on each argument tuple; returns the counting backend."""
+    counter = backend or CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(fn, backend=counter, **compile_options)
+    for args in calls:
+        expected = fn(*args)
+        actual = compiled(*args)
+        assert same(expected, actual), f"compiled result differs from eager for {[_shape(a) for a in args]}"
+    return counter
+
+
+def _shape(value):
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else value
+
+
+def placeholders(gm):
+    return {node.name: node.meta.get("example_value") for node in gm.graph.nodes if node.op == "placeholder"}
+
+
+def symbolic_sizes(gm):
+    """Placeholder name -> sizes as text, e.g. {'x': ['s0', '4']}."""
+    return {name: [str(s) for s in value.shape] for name, value in placeholders(gm).items()
+            if isinstance(value, torch.Tensor)}
+
+
+def batch(x):
+    return torch.relu(x) * 2 + 1
+
+
+def batches(sizes, *rest):
+    return [(torch.randn(b, *rest),) for b in sizes]
+
+
+# ---- dynamic=None: automatic --------------------------------------------------------------------
+
+
+def test_automatic_batch_sweep_compiles_twice():
+    counter = sweep(batch, batches(range(2, 13), 4))
+    assert counter.frame_count == 2
+    static, dynamic = counter.graphs
+    assert symbolic_sizes(static) == {"x": ["2", "4"]}
+    assert symbolic_sizes(dynamic) == {"x": ["s0", "4"]}
+
+
+def test_automatic_makes_only_the_dimension_that_changed_dynamic():
+    counter = sweep(batch, [(torch.randn(2, 3, 5),), (torch.randn(2, 4, 5),), (torch.randn(2, 6, 5),)])
+    assert counter.frame_count == 2
+    assert symbolic_sizes(counter.graphs[1]) == {"x": ["2", "s0", "5"]}
+
+
+def test_size_one_is_static_then_the_sweep_is_dynamic():
+    # 0 and 1 are specialised (as under torch.compile): 1, then 2 makes a dynamic graph for 2..
+    counter = sweep(batch, batches(range(1, 9), 3))
+    assert counter.frame_count == 2
+
+
+def test_config_automatic_dynamic_shapes_off_recompiles_per_size():
+    with bytegraph.config.patch(automatic_dynamic_shapes=False):
+        counter = sweep(batch, batches(range(2, 6), 3))
+    assert counter.frame_count == 4
+
+
+def test_reset_forgets_what_was_seen():
+    counter = CompileCounter()
+    compiled = bytegraph.compile(batch, backend=counter)
+    compiled(torch.randn(2, 3))
+    compiled(torch.randn(3, 3))
+    bytegraph.reset()
+    compiled(torch.randn(4, 3))  # a fresh start: static again
+    compiled(torch.randn(4, 3))
+    assert counter.frame_count == 3
+
+
+# ---- dynamic=True / False --------------------------------------------------------------------------
+
+
+def test_dynamic_true_compiles_once_for_the_sweep():
+    counter = sweep(batch, batches(range(2, 13), 4), dynamic=True)
+    assert counter.frame_count == 1
+    assert symbolic_sizes(counter.graphs[0]) == {"x": ["s0", "s1"]}
+
+
+def test_dynamic_true_specialises_sizes_zero_and_one():
+    counter = sweep(batch, batches([3, 1, 4], 2), dynamic=True)
+    assert counter.frame_count == 2
+    assert symbolic_sizes(counter.graphs[1]) == {"x": ["1", "s0"]}
+
+
+def test_dynamic_false_recompiles_per_size():
+    counter = sweep(batch, batches(range(2, 6), 3), dynamic=False)
+    assert counter.frame_count == 4
+
+
+def test_duck_sizing_shares_a_symbol_and_guards_it():
+    def add(x, y):
+        return x + y
+
+    counter = sweep(add, [(torch.randn(3, 3), torch.randn(3, 3)), (torch.randn(4, 4), torch.randn(4, 4))],
+                    dynamic=True)
+    assert counter.frame_count == 1
+    assert symbolic_sizes(counter.graphs[0]) == {"x": ["s0", "s0"], "y": ["s0", "s0"]}
+    # A square input and a non-square one: the shared symbol no longer holds.
+    compiled = bytegraph.compile(add, backend=counter, dynamic=True)
+    x = torch.randn(4, 5)
+    assert same(add(x, x), compiled(x, x))
+    assert counter.frame_count == 2
+
+
+# ---- ints -------------------------------------------------------------------------------------------
+
+
+def scale(x, n):
+    return x * n + n
+
+
+def test_automatic_int_argument_becomes_symbolic():
+    counter = sweep(scale, [(torch.randn(3), n) for n in range(2, 9)])
+    assert counter.frame_count == 2
+    assert isinstance(placeholders(counter.graphs[1])["n"], torch.SymInt)
+
+
+def test_dynamic_true_int_is_symbolic_from_the_start_and_zero_one_are_not_special():
+    counter = sweep(scale, [(torch.randn(3), n) for n in (5, 0, 1, 7)], dynamic=True)
+    assert counter.frame_count == 1
+
+
+def test_dynamic_false_int_recompiles_per_value():
+    counter = sweep(scale, [(torch.randn(3), n) for n in range(2, 6)], dynamic=False)
+    assert counter.frame_count == 4
+
+
+def test_symbolic_int_used_as_a_list_index_is_specialised():
+    def pick(x, i):
+        return x * [1.0, 2.0, 3.0, 4.0][i]
+
+    counter = sweep(pick, [(torch.randn(2), i) for i in (0, 1, 2, 3, 1)], dynamic=True)
+    assert counter.frame_count == 4  # one per index value; no graph break
+
+
+def test_bool_arguments_stay_constants():
+    def flag(x, b):
+        return x + 1 if b else x - 1
+
+    counter = sweep(flag, [(torch.randn(2), b) for b in (True, False, True)], dynamic=True)
+    assert counter.frame_count == 2
+
+
+# ---- compile / optimize / OptimizedModule ----------------------------------------------------------
+
+
+def test_optimize_is_automatic_by_default():
+    counter = CompileCounter()
+    compiled = bytegraph.optimize(counter)(batch)
+    for b in range(2, 8):
+        x = torch.randn(b, 3)
+        assert same(batch(x), compiled(x))
+    assert counter.frame_count == 2
+
+
+def test_optimized_module_batch_sweep():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(model, backend=counter)
+    assert isinstance(compiled, bytegraph.OptimizedModule)
+    for b in range(2, 10):
+        x = torch.randn(b, 8)
+        assert same(model(x), compiled(x))
+    assert counter.frame_count == 2
+    assert list(symbolic_sizes(counter.graphs[1]).values()) == [["s0", "8"]]
+
+
+# ---- marks --------------------------------------------------------------------------------------------
+
+
+def test_mark_dynamic_is_dynamic_from_the_first_compile():
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(batch, backend=counter)
+    for b in range(2, 7):
+        x = torch.randn(b, 3)
+        bytegraph.mark_dynamic(x, 0)
+        assert same(batch(x), compiled(x))
+    assert counter.frame_count == 1
+    assert symbolic_sizes(counter.graphs[0]) == {"x": ["s0", "3"]}
+
+
+def test_mark_dynamic_bounds_are_guarded():
+    counter = CompileCounter()
+    failures = []
+    guarded = bytegraph.optimize(counter, guard_fail_fn=failures.append, dynamic=False)(batch)
+    for b in (3, 5, 8):
+        x = torch.randn(b, 2)
+        bytegraph.mark_dynamic(x, 0, min=2, max=8)
+        assert same(batch(x), guarded(x))
+    assert counter.frame_count == 1
+    x = torch.randn(9, 2)  # outside the bounds: a recompile (static: the new tensor is not marked)
+    assert same(batch(x), guarded(x))
+    assert counter.frame_count == 2
+    assert failures[0] == "shape guard L['x'].size()[0] <= 8 failed: L['x'].size()[0] = 9"
+
+
+def test_mark_dynamic_bounds_the_marked_tensor_must_meet():
+    x = torch.randn(9, 2)
+    bytegraph.mark_dynamic(x, 0, min=2, max=8)
+    with pytest.raises(bytegraph.exc.ConstraintViolationError, match="not in range"):
+        bytegraph.compile(batch, backend="eager")(x)
+
+
+def test_torch_dynamo_marks_are_honoured():
+    import torch._dynamo
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(batch, backend=counter, dynamic=False)
+    for b in (2, 3, 4):
+        x = torch.randn(b, 3)
+        torch._dynamo.mark_dynamic(x, 0)
+        assert same(batch(x), compiled(x))
+    assert counter.frame_count == 1
+    assert symbolic_sizes(counter.graphs[0]) == {"x": ["s0", "3"]}
+
+
+def test_mark_static_wins_over_dynamic_true():
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(batch, backend=counter, dynamic=True)
+    for b in (2, 3):
+        x = torch.randn(b, 5)
+        bytegraph.mark_static(x, 1)
+        assert same(batch(x), compiled(x))
+    assert counter.frame_count == 1
+    assert symbolic_sizes(counter.graphs[0]) == {"x": ["s0", "5"]}
+
+
+def test_mark_dynamic_specialised_by_the_code_is_an_error():
+    def unrolled(x):
+        for i in range(x.shape[0]):
+            x = x + i
+        return x
+
+    x = torch.randn(3)
+    bytegraph.mark_dynamic(x, 0)
+    with pytest.raises(bytegraph.exc.ConstraintViolationError, match=r"L\['x'\].size\(\)\[0\].*specialised it to 3"):
+        bytegraph.compile(unrolled, backend="eager")(x)
+
+
+def test_maybe_mark_dynamic_may_be_specialised():
+    def unrolled(x):
+        for i in range(x.shape[0]):
+            x = x + i
+        return x
+
+    x = torch.randn(3)
+    bytegraph.maybe_mark_dynamic(x, 0)
+    counter = CompileCounter()
+    assert same(unrolled(x.clone()), bytegraph.compile(unrolled, backend=counter)(x))
+    assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("call,error", [
+    (lambda: bytegraph.mark_dynamic([1, 2], 0), TypeError),
+    (lambda: bytegraph.mark_dynamic(torch.zeros(2), 1), IndexError),
+    (lambda: bytegraph.mark_dynamic(torch.zeros(2), "0"), TypeError),
+    (lambda: bytegraph.mark_dynamic(torch.zeros(2), 0, min=5, max=2), ValueError),
+    (lambda: bytegraph.mark_static(torch.zeros(2, 2), -3), IndexError),
+])
+def test_marks_reject_bad_arguments(call, error):
+    with pytest.raises(error):
+        call()
+
+
+def test_negative_mark_dims_count_from_the_end():
+    x = torch.randn(2, 3)
+    bytegraph.mark_dynamic(x, -1)
+    assert x._dynamo_dynamic_indices == {1}
+
+
+# ---- size arithmetic, branches, loops ------------------------------------------------------------
+
+
+def heads(x, h):
+    b, t, c = x.shape
+    y = x.view(b, t, h, c // h).transpose(1, 2)
+    return y.reshape(b * h, t, -1) * (x.size(-1) // h) + x.shape[0] * 2
+
+
+def test_size_arithmetic_is_recorded():
+    calls = [(torch.randn(b, t, 8), 2) for b, t in ((2, 3), (3, 5), (4, 4), (5, 7))]
+    counter = sweep(heads, calls, dynamic=True)
+    assert counter.frame_count == 1
+    code = counter.graphs[0].code
+    assert "view(" in code and "//" in code and "*" in code
+
+
+def test_branch_on_a_size_is_guarded_not_a_break():
+    def branch(x):
+        if x.shape[0] > 4:
+            return x + 1
+        return x - 1
+
+    failures = []
+    counter = CompileCounter()
+    compiled = bytegraph.optimize(counter, guard_fail_fn=failures.append, dynamic=True)(branch)
+    for b in (2, 3, 4):
+        assert same(branch(torch.ones(b)), compiled(torch.ones(b)))
+    assert counter.frame_count == 1
+    assert same(branch(torch.ones(6)), compiled(torch.ones(6)))
+    assert counter.frame_count == 2
+    assert failures == ["shape guard L['x'].size()[0] <= 4 failed: L['x'].size()[0] = 6"]
+    explained = bytegraph.explain(branch)(torch.ones(3))
+    assert explained.graph_break_count == 0
+
+
+def test_range_over_a_size_is_unrolled_and_specialised(caplog):
+    def unrolled(x):
+        total = x
+        for i in range(x.shape[0]):
+            total = total + i
+        return total
+
+    bytegraph.set_logs(dynamic=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="bytegraph.dynamic"):
+            counter = sweep(unrolled, batches((2, 3, 3), 2), dynamic=True)
+    finally:
+        bytegraph.set_logs()
+    assert counter.frame_count == 2
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "specialised L['x'].size()[0] (s0) to 2: range() is unrolled" in text
+    assert "for i in range(x.shape[0]):" in text
+
+
+def test_arange_and_symbolic_slices():
+    def f(x, y):
+        n = x.shape[0]
+        return x + torch.arange(n), y[: n - 1], y[1:n]
+
+    calls = [(torch.randn(b), torch.randn(10)) for b in (2, 5, 7)]
+    counter = sweep(f, calls, dynamic=True)
+    assert counter.frame_count == 1
+
+
+def test_len_numel_and_size_results_leave_the_graph():
+    def f(x):
+        return x * len(x), x.numel(), x.size(0) * 2
+
+    counter = sweep(f, batches((2, 3, 4), 3), dynamic=True)
+    assert counter.frame_count == 1
+    assert isinstance(placeholders(counter.graphs[0])["s0"], torch.SymInt)
+
+
+def test_shapes_compared_as_tuples():
+    def same_shape(x, y):
+        if x.shape == y.shape:
+            return x + y
+        return x
+
+    calls = [(torch.randn(b, 2), torch.randn(b, 2)) for b in (2, 3)] + [(torch.randn(4, 2), torch.randn(5, 2))]
+    counter = sweep(same_shape, calls, dynamic=True)
+    assert counter.frame_count == 2
+
+
+def test_min_max_and_int_of_sizes():
+    def f(x):
+        n = min(x.shape[0], 4)
+        m = max(x.shape[0] // 2, 1)
+        return x[:n] * int(x.shape[0]) + m
+
+    counter = sweep(f, batches((2, 3, 6, 9), 7), dynamic=True)
+    assert counter.frame_count == 1
+
+
+def test_graph_break_with_symbolic_sizes():
+    def broken(x):
+        y = x * x.shape[0]
+        bytegraph.graph_break()
+        return y + x.shape[0]
+
+    counter = sweep(broken, batches((2, 3, 4, 5), 7), dynamic=True)
+    assert counter.frame_count == 2  # one graph before the break, one in the resume function
+
+
+def test_non_contiguous_input_recompiles():
+    def f(x):
+        return x.view(-1) * 2
+
+    counter = CompileCounter()
+    failures = []
+    compiled = bytegraph.optimize(counter, guard_fail_fn=failures.append, dynamic=True)(f)
+    x = torch.randn(3, 4)
+    assert same(f(x), compiled(x))
+    y = torch.randn(5, 7)[:, :4]  # same rank, stride[0] is 7, not size[1]
+    assert same(f(y.contiguous()), compiled(y.contiguous()))
+    assert counter.frame_count == 1 and not failures
+    with pytest.raises(RuntimeError):
+        f(y)  # eager refuses to view it
+    with pytest.raises(RuntimeError):
+        compiled(y)  # and the compiled function does not run the graph made for contiguous inputs
+    assert failures == ["shape guard L['x'].stride()[0] == L['x'].size()[1] failed: "
+                        "L['x'].stride()[0] = 7, L['x'].size()[1] = 4"]
+
+
+# ---- guards ----------------------------------------------------------------------------------------
+
+
+def test_shape_guards_are_listed_and_checked_in_the_guard_tree():
+    exported = []
+    compiled = bytegraph.optimize("eager", guard_export_fn=exported.append, dynamic=True)(lambda x, y: x @ y)
+    compiled(torch.randn(3, 4), torch.randn(4, 5))
+    lines = exported[0]
+    assert "SHAPE_GUARD: 2 <= L['x'].size()[0]" in lines
+    assert any("TENSOR_MATCH" in line and "size=[?, ?]" in line for line in lines)
+    # Inner dimensions must agree (the matmul guarded it), so a mismatch is a recompile
+    # that eager also rejects, not a silent wrong result.
+    with pytest.raises(RuntimeError):
+        compiled(torch.randn(3, 4), torch.randn(5, 5))
+
+
+def test_shape_guard_tree_on_tensors_directly():
+    g = bytegraph._C.guards
+    gs = g.GuardSet()
+    x = g.local("x", 0)
+    y = g.local("y", 1)
+    gs.add_tensor_match_unchecked(x, torch.zeros(3, 4), [0], [])
+    gs.add_symbol_binding(x, "size", 0, 0)
+    gs.add_symbol_binding(y, "size", 1, 1)
+    gs.add_shape_guard(("eq", ("sym", 0), ("sym", 1)), "L['x'].size()[0] == L['y'].size()[1]")
+    tree = gs.build()
+    assert tree.check_locals([torch.zeros(5, 4), torch.zeros(2, 5)])
+    assert not tree.check_locals([torch.zeros(5, 4), torch.zeros(2, 6)])
+    assert tree.explain_locals([torch.zeros(5, 4), torch.zeros(2, 6)]) == (
+        "shape guard L['x'].size()[0] == L['y'].size()[1] failed: L['x'].size()[0] = 5, L['y'].size()[1] = 6")
+    assert not tree.check_locals([torch.zeros(5, 3), torch.zeros(2, 5)])  # static size still checked
+    assert "y" in tree.explain_locals([torch.zeros(5, 4), torch.zeros(2)])  # no dimension 1
+
+
+# ---- showing it -------------------------------------------------------------------------------------
+
+
+def test_dynamic_log_says_which_dimension_became_dynamic_and_why(caplog):
+    bytegraph.set_logs(dynamic=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="bytegraph.dynamic"):
+            sweep(scale, [(torch.randn(2), 3), (torch.randn(3), 4)])
+    finally:
+        bytegraph.set_logs()
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "L['x'].size()[0] is dynamic: its size changed from 2 to 3 (automatic dynamic)" in text
+    assert "L['n'] is dynamic: it changed from 3 to 4 (automatic dynamic)" in text
+
+
+def test_dynamic_is_a_log_artifact_of_bytegraph_logs():
+    assert bytegraph._logging.parse_spec("dynamic,recompiles") == {"dynamic": logging.INFO, "recompiles": logging.INFO}
+
+
+def test_explain_shows_symbolic_sizes():
+    x = torch.randn(4, 3)
+    bytegraph.mark_dynamic(x, 0)
+    text = str(bytegraph.explain(lambda x: x.view(x.shape[0], -1) * 2)(x))
+    assert "s0: Sym(s0), x: f32[s0, 3]" in text
+    assert "SHAPE_GUARD: 2 <= L['x'].size()[0]" in text
+
+
+def test_trace_viewer_shows_symbolic_sizes():
+    x = torch.randn(4, 3)
+    bytegraph.mark_dynamic(x, 0)
+    trace = bytegraph.trace(lambda x: x * x.shape[0], x)
+    stacks = [item for step in trace.frames[0].steps for item in step.stack]
+    assert "TensorVariable(x: f32[s0, 3])" in stacks
+    assert "SymNodeVariable(s0)" in stacks
+    assert "SHAPE_GUARD: 2 <= L['x'].size()[0]" in trace.guards
+
+
+# ---- backends ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_backends_run_dynamic_graphs(backend):
+    def f(x, y):
+        b = x.shape[0]
+        return (x.view(b, -1, 2) * y[:b].view(b, 1, 1)).sum(-1) + torch.arange(b).view(-1, 1)
+
+    counter = CompileCounterWithBackend(backend)
+    calls = [(torch.randn(b, 6), torch.randn(10)) for b in (3, 5, 7)]
+    sweep(f, calls, backend=counter, dynamic=True)
+    assert counter.frame_count == 1
