@@ -4,6 +4,7 @@
     python -m benchmarks.worker cache --calls N --batches B --out result.json
     python -m benchmarks.worker inductor NAME SYSTEM --out result.json
     python -m benchmarks.worker profile NAME --out result.json
+    python -m benchmarks.worker zoo NAME MODE [--systems torch,bytegraph] --out result.json
 
 A job writes its JSON after every stage, torch.compile's stages first: if bytegraph crashes
 the process (a bug in its C++ core), what was measured before survives and the parent
@@ -102,6 +103,12 @@ def profile_job(name, results):
     _run_stage(results, "profile", lambda: profile_trace.profile_trace(fn, args, kwargs))
 
 
+def zoo_job(name, mode, systems, results):
+    from benchmarks import zoo
+
+    zoo.measure(name, mode, systems=systems, stage=results.stage)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.worker")
     parser.add_argument("--out", required=True)
@@ -117,6 +124,10 @@ def main(argv=None):
     ind.add_argument("system", choices=["bytegraph", "torch"])
     prof = jobs.add_parser("profile")
     prof.add_argument("name")
+    zoo = jobs.add_parser("zoo")
+    zoo.add_argument("name")
+    zoo.add_argument("mode", choices=["eval", "train", "generate"])
+    zoo.add_argument("--systems", default="torch,bytegraph")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore")
@@ -134,6 +145,8 @@ def main(argv=None):
         cache_job(args.calls, args.batches, results)
     elif args.job == "profile":
         profile_job(args.name, results)
+    elif args.job == "zoo":
+        zoo_job(args.name, args.mode, tuple(s for s in args.systems.split(",") if s), results)
     else:
         inductor_job(args.name, args.system, results)
     results.stage("done", True)
