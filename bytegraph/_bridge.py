@@ -226,10 +226,6 @@ def folded_result(fn):
     return entry[1]
 
 
-def _is_torch_module_name(module) -> bool:
-    return module == "torch" or module.startswith("torch.")
-
-
 def _is_graph_op(obj) -> bool:
     if id(obj) in _GRAPH_OP_IDS:
         return True
@@ -508,19 +504,6 @@ def rebuild_output(tree, graph_outputs, resolve_source=None):
     raise TypeError(f"not an output description: {tree!r}")
 
 
-# Leaves of the plans that describe the state at a graph break (csrc/trace/break_state.h).
-class Null:
-    """The NULL of the call protocol, on the value stack."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "Null()"
-
-    def __eq__(self, other):
-        return isinstance(other, Null)
-
-
 class NamedTuple:
     """A named tuple (or torch.return_types structseq) built by `constructor(tuple(items))`."""
 
@@ -536,93 +519,16 @@ class NamedTuple:
         return isinstance(other, NamedTuple) and (other.constructor, other.items) == (self.constructor, self.items)
 
 
-class Iterator:
-    """A loop's iterator, rebuilt as an iterator over its remaining items (plans)."""
+class PlanView:
+    """A plan kind with no view class of its own (a NULL, an iterator, a bound method...)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("kind", "items")
 
-    def __init__(self, items):
-        self.items = list(items)
-
-    def __repr__(self):
-        return f"Iterator({self.items!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, Iterator) and other.items == self.items
-
-
-class Attr:
-    """Attribute `name` of the value `owner` (a plan) describes, read again."""
-
-    __slots__ = ("owner", "name")
-
-    def __init__(self, owner, name):
-        self.owner, self.name = owner, name
+    def __init__(self, kind, items):
+        self.kind, self.items = kind, list(items)
 
     def __repr__(self):
-        return f"Attr({self.owner!r}, {self.name!r})"
+        return f"PlanView({self.kind!r}, {self.items!r})"
 
     def __eq__(self, other):
-        return isinstance(other, Attr) and (other.owner, other.name) == (self.owner, self.name)
-
-
-class GradModeExit:
-    """The exit of a grad-mode `with` block open at the break; restores `previous`."""
-
-    __slots__ = ("previous",)
-
-    def __init__(self, previous):
-        self.previous = previous
-
-    def __repr__(self):
-        return f"GradModeExit({self.previous!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, GradModeExit) and other.previous == self.previous
-
-
-class EnterContext:
-    """`cls()` entered as by a `with` statement: generated code pushes its __exit__."""
-
-    __slots__ = ("cls",)
-
-    def __init__(self, cls):
-        self.cls = cls
-
-    def __repr__(self):
-        return f"EnterContext({self.cls.__name__})"
-
-    def __eq__(self, other):
-        return isinstance(other, EnterContext) and other.cls is self.cls
-
-
-class BoundMethod:
-    """A user method bound at run time: types.MethodType(function, self), both plans."""
-
-    __slots__ = ("function", "self")
-
-    def __init__(self, function, self_):
-        self.function, self.self = function, self_
-
-    def __repr__(self):
-        return f"BoundMethod({self.function!r}, {self.self!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, BoundMethod) and (other.function, other.self) == (self.function, self.self)
-
-
-class MakeFunction:
-    """A function made in the frame, made again: `code` with the frame's globals, its closure
-    read from the frame's cell/free variables `closure` (names), and plans for its defaults."""
-
-    __slots__ = ("code", "closure", "defaults", "kwdefaults")
-
-    def __init__(self, code, closure, defaults=None, kwdefaults=None):
-        self.code, self.closure, self.defaults, self.kwdefaults = code, tuple(closure), defaults, kwdefaults
-
-    def __repr__(self):
-        return f"MakeFunction({self.code.co_name}, closure={self.closure!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, MakeFunction) and (other.code, other.closure, other.defaults, other.kwdefaults) == (
-            self.code, self.closure, self.defaults, self.kwdefaults)
+        return isinstance(other, PlanView) and (other.kind, other.items) == (self.kind, self.items)

@@ -19,7 +19,7 @@ import sysconfig
 
 import torch
 
-from bytegraph import _bridge, _frame_split, _logging, _resume, backends, config
+from bytegraph import _logging, backends, config
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import GraphBreakError
@@ -66,9 +66,7 @@ _INTERNAL_MODULES = (
     "_convert_frame",
     "_extension",
     "_frame",
-    "_frame_split",
     "_logging",
-    "_resume",
     "api",
     "backends",
     "comptime",
@@ -142,60 +140,42 @@ class FrameConverter:
                                           allow_graph_break=not self.fullgraph, log=_logging.trace_sink())
         except _C.Unsupported as error:
             return self._on_graph_break(code, error)
-        if result.graph_break is not None:
-            return self._split_frame(code, result)
-        self.compile_count += 1
-        graph_name = f"__compiled_fn_{next(_graph_ids)}"
-        gm = result.graph_module
-        compiled = None
-        if _count_calls(gm) > 0:
-            compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
-        elif not misses and not result.inputs:
-            # Nothing to capture (no tensor work): running the frame as is costs less than guards.
+        info = result.graph_break
+        if info is not None:
+            self._report_break(code, info["kind"], info["message"], info["user_stack"])
+        plan = _C.codegen.plan_frame(code, result)
+        if plan.eager_reason is not None:
+            graph_break_log.info("%s runs eagerly: %s", code.co_qualname, plan.eager_reason)
             _never_offer_again(code)
             return None
-        output = result.output if compiled is not None else _outputs_as_inputs(gm, result)
-        new_code = _C.codegen.generate_graph_call(code, [result.sources[name] for name in result.inputs],
-                                                  compiled, output, result.sources)
-        _frame_module().mark_own_code(new_code)
-        guard_lines = list(result.guards)
-        _log_compiled(code, graph_name, gm, guard_lines)
-        _log_bytecode(code, new_code, "captured whole")
-        if self.guard_export_fn is not None:
-            self.guard_export_fn(guard_lines)
-        return new_code, result.build_guards(), (compiled, gm, graph_name)
-
-    def _split_frame(self, code, result):
-        """Compile the graph before the break, run the breaking instruction, and continue in
-        resume functions (captured in turn when they run). Frames that cannot be split
-        exactly run eagerly."""
-        info = result.graph_break
-        graph_break_log.info(
-            "Graph break in %s (%s): %s\n%s", code.co_qualname, info["kind"], info["message"],
-            _logging.user_stack_text(info["user_stack"]),
-        )
-        split = _frame_split.plan_split(code, info)
-        if isinstance(split, str):
-            graph_break_log.info("%s runs eagerly: %s", code.co_qualname, split)
+        if info is None and result.op_count == 0 and not misses and not result.inputs:
+            # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             _never_offer_again(code)
             return None
         gm = result.graph_module
         compiled, graph_name = None, None
-        if _count_calls(gm) > 0:
+        if result.op_count > 0:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
             compiled = backends.call_backend(self.compiler_fn, gm, list(result.example_inputs), graph_name)
-        new_code = _C.codegen.generate_break_call(
-            code, [result.sources[name] for name in result.inputs], compiled, split.stack, split.locals,
-            info["kw_names"], info["offset"], split.resumes, result.sources, split.restore_grad_mode, split.cells)
+        new_code = plan.generate(compiled)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:
             _log_compiled(code, graph_name, gm, guard_lines)
-        _log_bytecode(code, new_code, f"graph break in {code.co_qualname}")
+        label = "captured whole" if info is None else f"graph break in {code.co_qualname}"
+        _log_bytecode(code, new_code, label)
+        for resume in plan.resume_codes:
+            _log_resume_code(code, resume)
         if self.guard_export_fn is not None:
             self.guard_export_fn(guard_lines)
-        return new_code, result.build_guards(), (compiled, gm, graph_name, [r[0] for r in split.resumes])
+        return new_code, result.build_guards(), (compiled, gm, graph_name, plan.resume_codes)
+
+    def _report_break(self, code, kind, message, user_stack):
+        """A trace of `code` stopped at a graph break (split there, or run eagerly)."""
+        graph_break_log.info(
+            "Graph break in %s (%s): %s\n%s", code.co_qualname, kind, message, _logging.user_stack_text(user_stack),
+        )
 
     def _within_cache_limit(self, code):
         entries = len(_frame_module().cache_entries(code))
@@ -216,10 +196,7 @@ class FrameConverter:
         user_stack = list(getattr(error, "user_stack", []) or [])
         if self.fullgraph:
             raise graph_break_error(kind, message, user_stack, code) from None
-        graph_break_log.info(
-            "Graph break in %s (%s): %s\n%s", code.co_qualname, kind, message,
-            _logging.user_stack_text(user_stack),
-        )
+        self._report_break(code, kind, message, user_stack)
         # Until frames are split at breaks, a frame that breaks runs as it is (its callees
         # are still offered to the hook, and captured on their own).
         _never_offer_again(code)
@@ -234,6 +211,17 @@ class FrameConverter:
 
 def _frame_module():
     return frame_hook()
+
+
+_logged_resume_codes = set()
+
+
+def _log_resume_code(code, resume):
+    if bytecode_log.isEnabledFor(logging.INFO) and resume not in _logged_resume_codes:
+        from bytegraph.bytecode import dis
+
+        _logged_resume_codes.add(resume)
+        bytecode_log.info("RESUME FUNCTION %s (%s)\n%s", resume.co_name, code.co_qualname, dis(resume))
 
 
 def _log_bytecode(code, new_code, label):
@@ -262,30 +250,6 @@ def argument_slots(code, f_locals):
     count = code.co_argcount + code.co_kwonlyargcount
     count += bool(code.co_flags & _VARARGS) + bool(code.co_flags & _VARKEYWORDS)
     return tuple(f_locals[name] for name in code.co_varnames[:count])
-
-
-def _outputs_as_inputs(gm, result):
-    """A graph without operations only passes inputs through (a resume function that
-    returns its argument): its outputs are re-read from the inputs' sources instead."""
-    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
-    outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
-    sources = {node: result.sources[name] for node, name in zip(placeholders, result.inputs)}
-
-    def rewrite(tree):
-        if isinstance(tree, _bridge.GraphOutput):
-            node = outputs[tree.index]
-            return sources[node] if node in sources else tree
-        if isinstance(tree, (tuple, list)):
-            return type(tree)(rewrite(item) for item in tree)
-        if isinstance(tree, dict):
-            return {key: rewrite(item) for key, item in tree.items()}
-        return tree
-
-    return rewrite(result.output)
-
-
-def _count_calls(gm):
-    return sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
 
 
 def _report_recompile(code, guard_fail_fn):
@@ -336,5 +300,6 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
 
 
 def reset():
-    """Forget compile-time state kept by this layer (resume-function caches, counters)."""
-    _resume.reset()
+    """Forget compile-time state kept by this layer (resume functions, logged names)."""
+    _C.codegen.reset_resume_cache()
+    _logged_resume_codes.clear()

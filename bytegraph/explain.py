@@ -11,7 +11,8 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from bytegraph import _logging, _resume, api
+from bytegraph import _logging, api
+from bytegraph._extension import _C
 from bytegraph._convert_frame import FrameConverter
 
 __all__ = ["explain", "ExplainOutput", "GraphBreakReason"]
@@ -123,11 +124,11 @@ class _Recorder:
 
     def add_break(self, code, kind, message, user_stack):
         stack = [_frame_summary(entry) for entry in user_stack]
-        if stack and _resume.is_resume_code(code) and stack[0].name == code.co_name:
+        if stack and _C.codegen.is_resume_code(code) and stack[0].name == code.co_name:
             # A break in the code after an earlier break: name the user's function, not the
             # resume function bytegraph made for it.
             first = stack[0]
-            stack[0] = traceback.FrameSummary(first.filename, first.lineno, _resume.origin(code)[0].co_name,
+            stack[0] = traceback.FrameSummary(first.filename, first.lineno, _C.codegen.resume_origin(code)[0].co_name,
                                               line=first.line)
         self.breaks.append(GraphBreakReason(_strip_location(message), kind, stack))
         self.broken_codes.add(code)
@@ -151,15 +152,9 @@ class _ExplainConverter(FrameConverter):
             self.recorder.compile_times.append((frame_info.f_code.co_qualname, time.perf_counter() - start))
         return result
 
-    def _split_frame(self, code, result):
-        info = result.graph_break
-        self.recorder.add_break(code, info["kind"], info["message"], info["user_stack"])
-        return super()._split_frame(code, result)
-
-    def _on_graph_break(self, code, error):
-        self.recorder.add_break(code, getattr(error, "kind", "unsupported"), getattr(error, "message", str(error)),
-                                list(getattr(error, "user_stack", []) or []))
-        return super()._on_graph_break(code, error)
+    def _report_break(self, code, kind, message, user_stack):
+        self.recorder.add_break(code, kind, message, list(user_stack))
+        super()._report_break(code, kind, message, user_stack)
 
 
 def explain(fn):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dis
 import types
 
-from bytegraph import _resume
 from bytegraph._extension import _C
 from bytegraph.viewer.model import Trace
 from bytegraph.viewer.recorder import TraceRecorder
@@ -34,7 +33,7 @@ class EventAdapter:
 
     def begin_frame(self, name, code, parent):
         if parent is None:
-            kind = "resume" if code is not None and _resume.is_resume_code(code) else "original"
+            kind = "resume" if code is not None and _C.codegen.is_resume_code(code) else "original"
             self._rows = []  # a new trace: its graph starts empty
         else:
             kind = "inlined"

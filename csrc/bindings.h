@@ -9,6 +9,12 @@ namespace bytegraph {
 
 namespace nb = nanobind;
 
+namespace codegen {
+struct OutputPlan;
+}
+// A read-only Python rendering of a plan (bytegraph._bridge view classes), for tests and tools.
+nb::object plan_view(const codegen::OutputPlan& plan);
+
 void bind_bytecode(nb::module_& m);
 void bind_frame(nb::module_& m);
 void bind_guards(nb::module_& m);

@@ -10,9 +10,18 @@ def trace(fn, *args, **kwargs):
     return _trace.trace(fn, args, kwargs)
 
 
-def run_traced(result):
+def source_resolver(fn, args, kwargs):
+    """Evaluates a source's name (`L['xs'][0]`, `G['w']`, `closure['k']`) for the call fn(*args, **kwargs)."""
+    function, arguments = _bridge.bind_arguments(fn, args, kwargs)
+    code = function.__code__
+    closure = {name: cell.cell_contents for name, cell in zip(code.co_freevars, function.__closure__ or ())}
+    namespace = {"L": arguments, "G": function.__globals__, "closure": closure}
+    return lambda name: eval(name, namespace)
+
+
+def run_traced(result, resolve_source=None):
     outputs = result.graph_module(*result.example_inputs)
-    return _bridge.rebuild_output(result.output, outputs)
+    return _bridge.rebuild_output(result.output, outputs, resolve_source)
 
 
 def assert_same(actual, expected):
@@ -37,7 +46,7 @@ def check(fn, *args, **kwargs):
     result = trace(fn, *args, **kwargs)
     with torch.no_grad():
         expected = fn(*args, **kwargs)
-        actual = run_traced(result)
+        actual = run_traced(result, source_resolver(fn, args, kwargs))
     assert_same(actual, expected)
     return result
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph import _bridge, _frame, _resume, examples
+from bytegraph import _bridge, _frame, examples
 from bytegraph.bytecode import decode
 from bytegraph._extension import _C
 from bytegraph.testing import CompileCounter
@@ -103,7 +103,7 @@ def test_foo2_all_combinations_in_one_process_reuse_resume_functions():
         assert_same(compiled(sa * a, sb * b), foo2(sa * a, sb * b))
     # 1 graph for the frame, 2 after the first branch, 2 after the second: then all cached.
     assert len(backend.graphs) == 5
-    assert _resume.cached_count() == 4  # two continuations per branch
+    assert _C.codegen.resume_cache_size() == 4  # two continuations per branch
 
 
 def test_resume_graphs_take_the_live_values_as_inputs():
@@ -145,12 +145,13 @@ def test_resume_functions_of_resume_functions_are_built_from_the_original_code()
     for sa, sb in [(1, 1), (-1, -1)]:
         compiled(sa * torch.ones(2), sb * torch.ones(2))
     original_offsets = {inst.offset for inst in decode(foo2.__code__)}
-    assert _resume.cached_count() == 4
-    for (original, offset, _, _), code in _resume._cache.items():
+    assert _C.codegen.resume_cache_size() == 4
+    for code in _C.codegen.resume_codes():
+        original, mapping = _C.codegen.resume_origin(code)
         assert original is foo2.__code__
+        offset = int(code.co_name.split("_")[4])
         assert offset in original_offsets and code.co_name.startswith(f"__resume_at_{offset}_")
         # Everything after the prologue is the original code, instruction for instruction.
-        _, mapping = _resume.origin(code)
         assert set(mapping.values()) <= original_offsets
         assert len(mapping) == len([i for i in decode(foo2.__code__) if i.opname != "RESUME"])
 
@@ -158,12 +159,12 @@ def test_resume_functions_of_resume_functions_are_built_from_the_original_code()
 def test_resume_functions_are_named_after_the_offset_and_cached():
     compiled = bytegraph.compile(foo1, backend="eager")
     compiled(torch.ones(2), torch.ones(2))
-    names = sorted(code.co_name for code in _resume._cache.values())
+    names = sorted(code.co_name for code in _C.codegen.resume_codes())
     assert len(names) == 2 and all(name.startswith("__resume_at_") for name in names)
-    before = dict(_resume._cache)
+    before = set(_C.codegen.resume_codes())
     compiled(torch.ones(2), -torch.ones(2))
     compiled(torch.ones(3), torch.ones(3))  # a recompile reuses the same resume functions
-    assert _resume._cache == before
+    assert set(_C.codegen.resume_codes()) == before
 
 
 def test_a_resume_function_runs_the_rest_of_the_original_code():
@@ -704,8 +705,8 @@ def test_many_calls_with_alternating_branches_stay_bounded():
     for i in range(1000):
         sa, sb = (1 if i % 2 else -1), (1 if i % 3 else -1)
         assert_same(compiled(sa * a, sb * a), foo2(sa * a, sb * a))
-    assert _resume.cached_count() == 4
-    codes = [foo2.__code__] + list(_resume._cache.values())
+    assert _C.codegen.resume_cache_size() == 4
+    codes = [foo2.__code__] + list(_C.codegen.resume_codes())
     assert sum(len(_frame.cache_entries(code)) for code in codes) <= 5
 
 
@@ -719,7 +720,7 @@ def test_fullgraph_reports_the_break():
     assert "data_dependent_branch" in message
     assert "if b.sum() < 0:" in message and "Hint:" in message
     assert info.value.lineno == foo2.__code__.co_firstlineno + 2
-    assert _resume.cached_count() == 0
+    assert _C.codegen.resume_cache_size() == 0
 
 
 def test_bytecode_logs(caplog):
@@ -790,7 +791,7 @@ def _decorated(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         for name in ("scale",):
-            kwargs[name] = 2  # a side effect on the caller's kwargs: a break at the mutation
+            kwargs[name] = 2  # a change to the wrapper's own kwargs dict: written back after the graph
         return func(*args, **kwargs)
 
     return wrapper
@@ -806,11 +807,12 @@ def test_a_functools_wraps_wrapper_binds_its_own_arguments():
     compiled = bytegraph.compile(_decorated_target, backend=counter)
     x = torch.ones(3)
     assert torch.equal(compiled(x), _decorated_target(x))
-    # The wrapper's own (*args, **kwargs) are bound, not the signature __wrapped__ advertises:
-    # the trace stops at the mutation of kwargs, with every local known.
+    # The wrapper's own (*args, **kwargs) are bound, not the signature __wrapped__ advertises,
+    # and the change to kwargs is traced: one graph, scaled by 2.
+    assert counter.frame_count == 1 and counter.op_count == 1
     result = _C.trace.trace(_decorated_target, (x,), {}, allow_graph_break=True)
-    assert result.graph_break["kind"] == "side_effect", result.graph_break
-    assert {"args", "kwargs"} <= set(result.graph_break["locals"])
+    assert result.graph_break is None
+    assert [n.args[1] for n in result.graph_module.graph.nodes if n.op == "call_function"] == [2]
 
 
 def test_a_comprehension_frame_that_breaks_keeps_its_iterator():

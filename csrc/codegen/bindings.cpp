@@ -7,112 +7,55 @@
 
 #include "bytecode/decode.h"
 #include "bytecode/liveness.h"
-#include "codegen/break_call.h"
 #include "codegen/break_site.h"
-#include "codegen/graph_call.h"
+#include "codegen/frame_code.h"
+#include "codegen/resume_cache.h"
 #include "codegen/resume_function.h"
 #include "guards/python_handles.h"
 #include "python/errors.h"
 
 namespace bytegraph {
-namespace {
 
-using codegen::OutputPlan;
-
-// The plan arrives as a Python tree: GraphOutput(i) / Constant(v) objects from the torch
-// bridge (anything with an integer `index` or a `value` attribute and that class name),
-// guards.Source handles, and tuple / list / dict containers of those.
-OutputPlan plan_from_python(nb::handle node, nb::handle sources) {
-  OutputPlan plan;
-  PySource* source = nullptr;
-  if (nb::try_cast(node, source) && source != nullptr) {
-    plan.kind = OutputPlan::Kind::Source;
-    plan.source = source->source;
-    return plan;
-  }
-  if (nb::isinstance<nb::tuple>(node) || nb::isinstance<nb::list>(node)) {
-    plan.kind = nb::isinstance<nb::tuple>(node) ? OutputPlan::Kind::Tuple : OutputPlan::Kind::List;
-    for (nb::handle item : node) plan.items.push_back(plan_from_python(item, sources));
-    return plan;
-  }
-  if (nb::isinstance<nb::dict>(node)) {
-    plan.kind = OutputPlan::Kind::Dict;
-    nb::dict dict = nb::borrow<nb::dict>(node);
-    plan.keys = check(PySequence_Tuple(dict.keys().ptr()));
-    for (auto [key, value] : dict) plan.items.push_back(plan_from_python(value, sources));
-    return plan;
-  }
-  std::string type_name = nb::cast<std::string>(nb::str(node.type().attr("__name__")));
-  if (type_name == "GraphOutput") {
-    plan.kind = OutputPlan::Kind::GraphOutput;
-    plan.index = nb::cast<int>(node.attr("index"));
-    return plan;
-  }
-  if (type_name == "Constant") {
-    plan.kind = OutputPlan::Kind::Constant;
-    plan.constant = py::Ref<>::newref(node.attr("value").ptr());
-    return plan;
-  }
-  if (type_name == "NamedTuple") {
-    plan.kind = OutputPlan::Kind::NamedTuple;
-    plan.constant = py::Ref<>::newref(node.attr("constructor").ptr());
-    for (nb::handle item : node.attr("items")) plan.items.push_back(plan_from_python(item, sources));
-    return plan;
-  }
-  if (type_name == "Null") {
-    plan.kind = OutputPlan::Kind::Null;
-    return plan;
-  }
-  if (type_name == "MakeFunction") {
-    constexpr int kDefaults = 0x01, kKwDefaults = 0x02, kClosure = 0x08;
-    plan.kind = OutputPlan::Kind::MakeFunction;
-    plan.constant = py::Ref<>::newref(node.attr("code").ptr());
-    plan.index = 0;
-    if (!node.attr("defaults").is_none()) {
-      plan.items.push_back(plan_from_python(node.attr("defaults"), sources));
-      plan.index |= kDefaults;
+nb::object plan_view(const codegen::OutputPlan& plan) {
+  using Kind = codegen::OutputPlan::Kind;
+  nb::module_ bridge = nb::module_::import_("bytegraph._bridge");
+  switch (plan.kind) {
+    case Kind::GraphOutput:
+      return bridge.attr("GraphOutput")(plan.index);
+    case Kind::Constant:
+      return bridge.attr("Constant")(nb::borrow(plan.constant.get()));
+    case Kind::Source:
+      return bridge.attr("Source")(plan.source->repr());
+    case Kind::Tuple:
+    case Kind::List: {
+      nb::list items;
+      for (const auto& item : plan.items) items.append(plan_view(item));
+      if (plan.kind == Kind::List) return std::move(items);
+      return nb::tuple(items);
     }
-    if (!node.attr("kwdefaults").is_none()) {
-      plan.items.push_back(plan_from_python(node.attr("kwdefaults"), sources));
-      plan.index |= kKwDefaults;
+    case Kind::NamedTuple: {
+      nb::list items;
+      for (const auto& item : plan.items) items.append(plan_view(item));
+      return bridge.attr("NamedTuple")(nb::borrow(plan.constant.get()), items);
     }
-    for (nb::handle name : node.attr("closure")) plan.names.push_back(nb::cast<std::string>(name));
-    if (!plan.names.empty()) plan.index |= kClosure;
-    return plan;
-  }
-  if (type_name == "BoundMethod") {
-    plan.kind = OutputPlan::Kind::BoundMethod;
-    plan.constant = py::Ref<>::newref(nb::module_::import_("types").attr("MethodType").ptr());
-    plan.items.push_back(plan_from_python(node.attr("function"), sources));
-    plan.items.push_back(plan_from_python(node.attr("self"), sources));
-    return plan;
-  }
-  if (type_name == "EnterContext") {
-    plan.kind = OutputPlan::Kind::EnterContext;
-    plan.constant = py::Ref<>::newref(node.attr("cls").ptr());
-    return plan;
-  }
-  if (type_name == "Attr") {
-    plan.kind = OutputPlan::Kind::Attr;
-    plan.items.push_back(plan_from_python(node.attr("owner"), sources));
-    plan.attribute = nb::cast<std::string>(node.attr("name"));
-    return plan;
-  }
-  if (type_name == "Iterator") {
-    plan.kind = OutputPlan::Kind::Iterator;
-    for (nb::handle item : node.attr("items")) plan.items.push_back(plan_from_python(item, sources));
-    return plan;
-  }
-  if (type_name == "Source") {
-    // The bridge names a source; the trace result maps names to the sources themselves.
-    nb::object found = sources.is_none() ? nb::object() : nb::borrow<nb::dict>(sources).get(node.attr("name"), nb::none());
-    if (!found.is_valid() || found.is_none()) {
-      throw PythonError::make(PyExc_KeyError, "codegen: no source named " + nb::cast<std::string>(node.attr("name")));
+    case Kind::Dict: {
+      nb::dict result;
+      for (size_t i = 0; i < plan.items.size(); ++i)
+        result[nb::borrow(PyTuple_GET_ITEM(plan.keys.get(), i))] = plan_view(plan.items[i]);
+      return std::move(result);
     }
-    return plan_from_python(found, sources);
+    default: {
+      static const char* names[] = {"graph_output", "constant", "source", "tuple", "list", "dict", "named_tuple",
+                                    "null", "iterator", "attr", "enter_context", "bound_method", "make_function",
+                                    "grad_mode_exit"};
+      nb::list items;
+      for (const auto& item : plan.items) items.append(plan_view(item));
+      return bridge.attr("PlanView")(names[static_cast<int>(plan.kind)], items);
+    }
   }
-  throw PythonError::make(PyExc_TypeError, "codegen: cannot rebuild an output from a " + type_name);
 }
+
+namespace {
 
 PyCodeObject* code_of(nb::handle code) {
   if (!PyCode_Check(code.ptr())) throw PythonError::make(PyExc_TypeError, "code must be a code object");
@@ -132,16 +75,6 @@ std::pair<codegen::StackSlot, py::Ref<>> stack_slot(nb::handle kind) {
   throw PythonError::make(PyExc_ValueError, "a stack slot kind is 'value', 'null', 'iter' or ('context', cls)");
 }
 
-// Slots that are not passed as arguments (NULLs, and contexts the resume function enters).
-std::vector<bool> unpassed_slots(nb::handle kinds) {
-  std::vector<bool> mask;
-  for (nb::handle kind : kinds) {
-    codegen::StackSlot slot = stack_slot(kind).first;
-    mask.push_back(slot == codegen::StackSlot::Null || slot == codegen::StackSlot::Context);
-  }
-  return mask;
-}
-
 nb::dict describe_site(const codegen::BreakSite& site) {
   static const char* kinds[] = {"call", "branch", "simple", "terminal"};
   nb::dict result;
@@ -154,55 +87,40 @@ nb::dict describe_site(const codegen::BreakSite& site) {
   return result;
 }
 
-codegen::BreakCall break_call_from_python(nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack,
-                                          nb::dict locals, nb::handle kw_names, int offset, nb::list resumes,
-                                          nb::handle sources, nb::handle restore_grad_mode, nb::handle cells) {
-  codegen::BreakCall call;
-  if (!restore_grad_mode.is_none()) {
-    nb::tuple parts = nb::cast<nb::tuple>(restore_grad_mode);
-    call.set_grad_enabled = py::Ref<>::newref(parts[0].ptr());
-    call.grad_enabled_outside = py::Ref<>::newref(parts[1].ptr());
-  }
-  for (nb::handle input : inputs) call.inputs.push_back(nb::cast<const PySource&>(input).source);
-  if (!compiled_fn.is_none()) call.compiled_fn = py::Ref<>::newref(compiled_fn.ptr());
-  for (nb::handle plan : stack) call.stack.push_back(plan_from_python(plan, sources));
-  for (auto [name, plan] : locals) call.locals.emplace_back(nb::cast<std::string>(name), plan_from_python(plan, sources));
-  if (!cells.is_none())
-    for (auto [name, plan] : nb::borrow<nb::dict>(cells))
-      call.cells.emplace_back(nb::cast<std::string>(name), plan_from_python(plan, sources));
-  if (!kw_names.is_none()) call.kw_names = py::Ref<>::newref(kw_names.ptr());
-  call.offset = offset;
-  for (nb::handle resume : resumes) {
-    nb::tuple parts = nb::cast<nb::tuple>(resume);
-    codegen::ResumeCall next;
-    code_of(parts[0]);
-    next.code = py::Ref<>::newref(parts[0].ptr());
-    next.stack_nulls = unpassed_slots(parts[1]);
-    for (nb::handle name : parts[2]) next.locals.push_back(nb::cast<std::string>(name));
-    call.resumes.push_back(std::move(next));
-  }
-  (void)code;
-  return call;
+nb::list code_list(const std::vector<py::Ref<>>& codes) {
+  nb::list result;
+  for (const auto& code : codes) result.append(nb::borrow(code.get()));
+  return result;
 }
 
 }  // namespace
 
 void bind_codegen(nb::module_& m) {
   nb::module_ sub = m.def_submodule("codegen", "Generated code objects");
+  nb::class_<codegen::FramePlan>(sub, "FramePlan", "The code replacing one traced frame, planned before its graph is compiled.")
+      .def_prop_ro("eager_reason",
+                   [](const codegen::FramePlan& plan) -> nb::object {
+                     if (plan.eager_reason.empty()) return nb::none();
+                     return nb::str(plan.eager_reason.c_str());
+                   },
+                   "Why the frame runs as it is (it cannot be split exactly at its break), or None.")
+      .def_prop_ro("is_split", [](const codegen::FramePlan& plan) { return plan.split.has_value(); })
+      .def_prop_ro("resume_codes", [](const codegen::FramePlan& plan) { return code_list(plan.resume_codes()); })
+      .def(
+          "generate",
+          [](const codegen::FramePlan& plan, nb::handle compiled_fn) {
+            py::Ref<> code = codegen::generate_frame_code(plan, compiled_fn.is_none() ? nullptr : compiled_fn.ptr());
+            return nb::steal(code.release());
+          },
+          nb::arg("compiled_fn").none(),
+          "The new code object: it calls compiled_fn (None when the graph has no operations) with the graph's "
+          "inputs and returns the frame's result, or continues in the resume functions after a break.");
   sub.def(
-      "generate_graph_call",
-      [](nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::handle plan, nb::handle sources) {
-        if (!PyCode_Check(code.ptr())) throw PythonError::make(PyExc_TypeError, "code must be a code object");
-        codegen::GraphCall call;
-        for (nb::handle input : inputs) call.inputs.push_back(nb::cast<const PySource&>(input).source);
-        if (!compiled_fn.is_none()) call.compiled_fn = py::Ref<>::newref(compiled_fn.ptr());
-        call.result = plan_from_python(plan, sources);
-        py::Ref<> result = codegen::generate_graph_call(reinterpret_cast<PyCodeObject*>(code.ptr()), call);
-        return nb::steal(result.release());
-      },
-      nb::arg("code"), nb::arg("inputs"), nb::arg("compiled_fn").none(), nb::arg("plan"), nb::arg("sources").none() = nb::none(),
-      "A code object that calls compiled_fn(*inputs) and rebuilds the return value from plan.");
-
+      "plan_frame",
+      [](nb::handle code, const trace::TraceResult& result) { return codegen::plan_frame(code_of(code), result); },
+      nb::arg("code"), nb::arg("result"),
+      "Plans the code replacing `code`'s frame from its trace result (splitting it at the trace's break, "
+      "making the resume functions), before the graph is compiled.");
   sub.def(
       "live_locals",
       [](nb::handle code, int offset) {
@@ -221,8 +139,7 @@ void bind_codegen(nb::module_& m) {
       },
       nb::arg("code"), nb::arg("offset"), nb::arg("in_grad_mode_block") = false,
       "How generated code can split the frame at `offset`: {kind, splittable, reason, "
-      "continuations: [(offset, pops, pushes)]}. in_grad_mode_block: the handler protecting the "
-      "instruction only closes grad-mode with blocks (generated code restores the mode instead).");
+      "continuations: [(offset, pops, pushes)]}.");
   sub.def(
       "make_resume_code",
       [](nb::handle original, int offset, nb::list stack, std::vector<std::string> locals, std::string name) {
@@ -243,26 +160,21 @@ void bind_codegen(nb::module_& m) {
       nb::arg("original"), nb::arg("offset"), nb::arg("stack"), nb::arg("locals"), nb::arg("name"),
       "(code, {offset in code: offset in original}): a resume function continuing `original` at "
       "`offset` with the given stack shape ('value', 'null', 'iter' or ('context', cls) per slot, bottom first) and "
-      "live locals as arguments.");
+      "live locals as arguments (uncached; the compile path uses the resume cache).");
+  sub.def("is_resume_code", [](nb::handle code) { return codegen::is_resume_code(code.ptr()); }, nb::arg("code"));
   sub.def(
-      "generate_break_call",
-      [](nb::handle code, nb::sequence inputs, nb::handle compiled_fn, nb::list stack, nb::dict locals,
-         nb::handle kw_names, int offset, nb::list resumes, nb::handle sources, nb::handle restore_grad_mode,
-         nb::handle cells) {
-        codegen::BreakCall call = break_call_from_python(code, inputs, compiled_fn, stack, locals, kw_names, offset,
-                                                         resumes, sources, restore_grad_mode, cells);
-        py::Ref<> result = codegen::generate_break_call(code_of(code), call);
-        return nb::steal(result.release());
+      "resume_origin",
+      [](nb::handle code) -> nb::object {
+        const codegen::ResumeOrigin* origin = codegen::resume_origin(code.ptr());
+        if (origin == nullptr) return nb::none();
+        nb::dict offsets;
+        for (const auto& [mine, theirs] : origin->offsets) offsets[nb::int_(mine)] = theirs;
+        return nb::make_tuple(nb::borrow(origin->original.get()), offsets);
       },
-      nb::arg("code"), nb::arg("inputs"), nb::arg("compiled_fn").none(), nb::arg("stack"), nb::arg("locals"),
-      nb::arg("kw_names").none(), nb::arg("offset"), nb::arg("resumes"), nb::arg("sources").none() = nb::none(),
-      nb::arg("restore_grad_mode").none() = nb::none(), nb::arg("cells").none() = nb::none(),
-      "Code that calls compiled_fn(*inputs), rebuilds the stack and locals from their plans, runs the "
-      "instruction at `offset` and returns resume(*locals, *stack) for each path's "
-      "(resume_code, stack slot kinds, locals) in `resumes`. restore_grad_mode=(set_grad_enabled, mode): the "
-      "break is inside grad-mode blocks; the mode outside them is restored before each resume call "
-      "(which enters the blocks again) and when the breaking instruction raises. cells: {name: plan} "
-      "written into this frame's cell variables before the instruction runs.");
+      nb::arg("code"), "(original code, {offset in code: offset in original}) for a resume code, else None.");
+  sub.def("resume_codes", [] { return code_list(codegen::resume_codes()); }, "Every cached resume code.");
+  sub.def("resume_cache_size", [] { return codegen::resume_cache_size(); });
+  sub.def("reset_resume_cache", [] { codegen::reset_resume_cache(); });
 }
 
 }  // namespace bytegraph

@@ -1,7 +1,6 @@
 #include "codegen/break_call.h"
 
 #include "bytecode/assemble.h"
-#include "bytecode/decode.h"
 #include "bytegraph/opcodes_generated.h"
 #include "codegen/break_site.h"
 #include "codegen/code_builder.h"
@@ -26,7 +25,7 @@ bool uses_graph_outputs(const BreakCall& call) {
     if (plan.uses_graph_outputs()) return true;
   for (const auto& [name, plan] : call.cells)
     if (plan.uses_graph_outputs()) return true;
-  return false;
+  return uses_graph_outputs(call.effects);
 }
 
 void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
@@ -46,10 +45,13 @@ bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakC
   return builder.instructions()[first].get();
 }
 
+// Every value is evaluated before anything is written: side effects, cells and locals.
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
+  emit_side_effect_operands(builder, call.effects, code);
   for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.cells) emit_plan(builder, plan, code);
+  emit_side_effect_writes(builder, call.effects);
   for (auto it = call.cells.rbegin(); it != call.cells.rend(); ++it)
     builder.emit(op::STORE_DEREF, -1, interned(it->first));
   for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
@@ -87,20 +89,19 @@ void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
 
 }  // namespace
 
-py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
-  bytecode::DecodedCode decoded = bytecode::decode(code);
-  BreakSite site = find_break_site(decoded.instructions, call.offset, static_cast<bool>(call.set_grad_enabled));
-  if (!site.not_splittable.empty()) throw PythonError::make(PyExc_ValueError, "cannot split here: " + site.not_splittable);
+py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionList& instructions, const BreakSite& site,
+                              const BreakCall& call, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn) {
+  if (!site.not_splittable.empty()) throw InternalError("cannot split here: " + site.not_splittable);
   if (site.continuations.size() != call.resumes.size())
-    throw PythonError::make(PyExc_ValueError, "the breaking instruction has " + std::to_string(site.continuations.size()) +
-                                                  " continuation(s), got " + std::to_string(call.resumes.size()));
-  const bytecode::Instruction& inst = *decoded.instructions[site.index];
+    throw InternalError("the breaking instruction has " + std::to_string(site.continuations.size()) +
+                        " continuation(s), got " + std::to_string(call.resumes.size()));
+  const bytecode::Instruction& inst = *instructions[site.index];
   const bool in_grad_mode_block = static_cast<bool>(call.set_grad_enabled);
 
   CodeBuilder builder;
   copy_prefix(builder, code);
   builder.set_positions(first_line_positions(code));
-  if (call.compiled_fn) emit_graph_call(builder, call.inputs, call.compiled_fn.get(), uses_graph_outputs(call), code);
+  if (compiled_fn) emit_graph_call(builder, inputs, compiled_fn, uses_graph_outputs(call), code);
   if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
   restore_state(builder, call, code);
 
@@ -136,8 +137,8 @@ py::Ref<> generate_break_call(PyCodeObject* code, const BreakCall& call) {
     entry->start = builder.instructions()[first_protected].get();
     entry->end = builder.instructions()[end_protected - 1].get();
   }
-  bytecode::InstructionList instructions = builder.take();
-  return bytecode::assemble(instructions, code);
+  bytecode::InstructionList generated = builder.take();
+  return bytecode::assemble(generated, code);
 }
 
 }  // namespace bytegraph::codegen

@@ -17,7 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "bytecode/instruction.h"
+#include "codegen/break_site.h"
 #include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "guards/source.h"
 #include "python/ref.h"
 
@@ -31,11 +34,10 @@ struct ResumeCall {
 };
 
 struct BreakCall {
-  std::vector<guards::SourcePtr> inputs;
-  py::Ref<> compiled_fn;  // null when the graph has no operations
   std::vector<OutputPlan> stack;  // bottom first
   std::vector<std::pair<std::string, OutputPlan>> locals;
   std::vector<std::pair<std::string, OutputPlan>> cells;  // contents of cell variables, by name
+  std::vector<SideEffectPlan> effects;  // written back once the stack and locals are evaluated
   py::Ref<> kw_names;  // the CALL's pending keyword names, or null
   int offset = -1;     // of the breaking instruction in the code being replaced
   std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order
@@ -47,6 +49,10 @@ struct BreakCall {
   py::Ref<> set_grad_enabled, grad_enabled_outside;
 };
 
-py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const BreakCall& call);
+// `instructions`: `code` decoded (the trace's copy); `site`: find_break_site's answer there.
+// `compiled_fn` (borrowed) is called with `inputs`; null when the graph has no operations.
+py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const bytecode::InstructionList& instructions,
+                              const BreakSite& site, const BreakCall& call, const std::vector<guards::SourcePtr>& inputs,
+                              PyObject* compiled_fn);
 
 }  // namespace bytegraph::codegen

@@ -34,6 +34,11 @@ void CodeBuilder::load_global(const std::string& name, bool push_null) {
 
 void CodeBuilder::load_attr(const std::string& name) { emit(op::LOAD_ATTR, -1, interned(name)); }
 
+void CodeBuilder::store_attr(const std::string& name) { emit(op::STORE_ATTR, -1, interned(name)); }
+void CodeBuilder::store_global(const std::string& name) { emit(op::STORE_GLOBAL, -1, interned(name)); }
+void CodeBuilder::store_subscr() { emit(op::STORE_SUBSCR); }
+void CodeBuilder::pop_top() { emit(op::POP_TOP); }
+
 void CodeBuilder::subscript_const(PyObject* key) {
   load_const(key);
   emit(op::BINARY_SUBSCR);

@@ -19,6 +19,10 @@ class CodeBuilder {
   void load_deref(const std::string& name);
   void load_global(const std::string& name, bool push_null);
   void load_attr(const std::string& name);
+  void store_attr(const std::string& name);    // [value, owner] -> []
+  void store_global(const std::string& name);  // [value] -> []
+  void store_subscr();                         // [value, container, key] -> []
+  void pop_top();
   void subscript_const(PyObject* key /* borrowed */);
   // [NULL, callable, args...] -> result
   void call(int nargs);

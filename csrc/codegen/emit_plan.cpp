@@ -7,6 +7,42 @@ namespace bytegraph::codegen {
 
 namespace op = bytecode::op;
 
+OutputPlan::OutputPlan(const OutputPlan& other)
+    : kind(other.kind), index(other.index), constant(other.constant.copy()), source(other.source), items(other.items),
+      attribute(other.attribute), names(other.names), keys(other.keys.copy()) {}
+
+OutputPlan& OutputPlan::operator=(const OutputPlan& other) {
+  if (this != &other) *this = OutputPlan(other);
+  return *this;
+}
+
+OutputPlan OutputPlan::graph_output(int index) {
+  OutputPlan plan;
+  plan.kind = Kind::GraphOutput;
+  plan.index = index;
+  return plan;
+}
+
+OutputPlan OutputPlan::of_constant(PyObject* value) {
+  OutputPlan plan;
+  plan.kind = Kind::Constant;
+  plan.constant = py::Ref<>::newref(value);
+  return plan;
+}
+
+OutputPlan OutputPlan::of_source(guards::SourcePtr source) {
+  OutputPlan plan;
+  plan.kind = Kind::Source;
+  plan.source = std::move(source);
+  return plan;
+}
+
+OutputPlan OutputPlan::null() {
+  OutputPlan plan;
+  plan.kind = Kind::Null;
+  return plan;
+}
+
 bool OutputPlan::uses_graph_outputs() const {
   if (kind == Kind::GraphOutput) return true;
   for (const OutputPlan& item : items) {
@@ -87,6 +123,8 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       emit_plan(builder, plan.items.at(0), code);
       builder.load_attr(plan.attribute);
       return;
+    case Kind::GradModeExit:
+      throw InternalError("emit_plan: a grad-mode block's exit is entered again, not rebuilt");
   }
   throw InternalError("emit_plan: unknown plan kind");
 }

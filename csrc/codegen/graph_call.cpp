@@ -30,9 +30,12 @@ py::Ref<> generate_graph_call(PyCodeObject* original, const GraphCall& call) {
   copy_prefix(builder, original);
   builder.set_positions(first_line_positions(original));
   if (call.compiled_fn) {
-    emit_graph_call(builder, call.inputs, call.compiled_fn.get(), call.result.uses_graph_outputs(), original);
+    const bool keep = call.result.uses_graph_outputs() || uses_graph_outputs(call.effects);
+    emit_graph_call(builder, call.inputs, call.compiled_fn.get(), keep, original);
   }
+  emit_side_effect_operands(builder, call.effects, original);
   emit_plan(builder, call.result, original);
+  emit_side_effect_writes(builder, call.effects);
   builder.return_value();
   bytecode::InstructionList instructions = builder.take();
   return bytecode::assemble(instructions, original);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "guards/source.h"
 #include "python/ref.h"
 
@@ -21,6 +22,7 @@ struct GraphCall {
   std::vector<guards::SourcePtr> inputs;
   py::Ref<> compiled_fn;  // null when nothing was captured (the result is all constants/sources)
   OutputPlan result;
+  std::vector<SideEffectPlan> effects;  // written back after the result is evaluated
 };
 
 // Emits `compiled_fn(*inputs)` with each input re-read from its source; the output tuple

@@ -1,6 +1,10 @@
 // How generated code rebuilds a Python value after the compiled graph has run: from the
 // graph's outputs, constants, and values re-read from their sources. At a graph break the
-// value stack may also hold the call protocol's NULL and a loop's iterator.
+// value stack may also hold the call protocol's NULL, a loop's iterator and the exit of an
+// open grad-mode block.
+//
+// The contract between the tracer (trace/plan_writer.h writes plans from symbolic values) and
+// codegen (emit_plan turns them into instructions). Plans never travel through Python.
 #pragma once
 
 #include <Python.h>
@@ -16,7 +20,12 @@
 namespace bytegraph::codegen {
 
 struct OutputPlan {
-  enum class Kind { GraphOutput, Constant, Source, Tuple, List, Dict, Null, Iterator, Attr, EnterContext, BoundMethod, MakeFunction, NamedTuple };
+  enum class Kind {
+    GraphOutput, Constant, Source, Tuple, List, Dict, NamedTuple, Null, Iterator, Attr, EnterContext, BoundMethod,
+    MakeFunction,
+    GradModeExit,  // the exit of an open grad-mode block (`constant`: the mode it restores); split planning
+                   // replaces it by EnterContext, it is never emitted
+  };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
   py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: the context manager class; BoundMethod: types.MethodType;
@@ -27,7 +36,19 @@ struct OutputPlan {
   std::vector<std::string> names;  // MakeFunction: the closure's cell/free variables
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
 
+  OutputPlan() = default;
+  OutputPlan(OutputPlan&&) noexcept = default;
+  OutputPlan& operator=(OutputPlan&&) noexcept = default;
+  // Plans are values: copying one takes new references to its objects.
+  OutputPlan(const OutputPlan& other);
+  OutputPlan& operator=(const OutputPlan& other);
+
   bool uses_graph_outputs() const;
+
+  static OutputPlan graph_output(int index);
+  static OutputPlan of_constant(PyObject* value /* borrowed */);
+  static OutputPlan of_source(guards::SourcePtr source);
+  static OutputPlan null();
 };
 
 // The local that holds the graph's output tuple while values are rebuilt from it.

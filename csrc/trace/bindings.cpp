@@ -42,12 +42,17 @@ nb::object break_info(const std::optional<trace::BreakInfo>& info) {
   return result;
 }
 
-// The plans of trace/break_state.h: `stack`, `live_locals`, `kw_names`, `restorable` and,
-// when not restorable, `not_restorable` (why).
+// The plans of trace/break_state.h (as read-only views): `stack_plan`, `locals_plan`,
+// `cells_plan`, `kw_names`, `restorable` and, when not restorable, `not_restorable` (why).
 void add_break_state(nb::object info, const trace::BreakState& state) {
-  info["stack_plan"] = borrow(state.stack);
-  info["locals_plan"] = borrow(state.locals);
-  info["cells_plan"] = borrow(state.cells);
+  nb::list stack;
+  for (const auto& plan : state.stack) stack.append(plan_view(plan));
+  nb::dict locals, cells;
+  for (const auto& [name, plan] : state.locals) locals[nb::str(name.c_str())] = plan_view(plan);
+  for (const auto& [name, plan] : state.cells) cells[nb::str(name.c_str())] = plan_view(plan);
+  info["stack_plan"] = stack;
+  info["locals_plan"] = locals;
+  info["cells_plan"] = cells;
   info["kw_names"] = borrow(state.kw_names);
   info["restorable"] = state.not_restorable.empty();
   info["not_restorable"] = state.not_restorable;
@@ -89,15 +94,18 @@ void bind_trace(nb::module_& m) {
       .def_prop_ro("graph_module", [](const trace::TraceResult& r) { return borrow(r.graph_module); })
       .def_prop_ro("inputs", [](const trace::TraceResult& r) { return r.inputs; })
       .def_prop_ro("example_inputs", [](const trace::TraceResult& r) { return borrow(r.example_inputs); })
-      .def_prop_ro("output", [](const trace::TraceResult& r) { return borrow(r.output); })
+      .def_prop_ro("output",
+                   [](const trace::TraceResult& r) -> nb::object { return r.output ? plan_view(*r.output) : nb::none(); },
+                   "How the return value is rebuilt (a read-only view of the plan), or None after a break.")
+      .def_prop_ro("op_count", [](const trace::TraceResult& r) { return r.op_count; })
       .def_prop_ro("guards", [](const trace::TraceResult& r) { return r.guards; })
-      .def_prop_ro("sources",
+      .def_prop_ro("input_sources",
                    [](const trace::TraceResult& r) {
-                     nb::dict by_name;
-                     for (const auto& source : r.sources) by_name[nb::cast(source->repr())] = nb::cast(PySource{source});
-                     return by_name;
+                     nb::list sources;
+                     for (const auto& source : r.input_sources) sources.append(nb::cast(PySource{source}));
+                     return sources;
                    },
-                   "{source name: guards.Source} for the inputs and the returned sources")
+                   "The graph's inputs as guards.Source handles, in placeholder order")
       .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
            "A new guard tree for everything the trace relied on.")
       // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.

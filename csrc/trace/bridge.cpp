@@ -22,10 +22,6 @@ const Bridge& Bridge::get() {
     py::Ref<> module = check(PyImport_ImportModule("bytegraph._bridge"));
     b->session_class = attr(module.get(), "Session");
     b->node_ref_class = attr(module.get(), "NodeRef");
-    b->graph_output_class = attr(module.get(), "GraphOutput");
-    b->constant_class = attr(module.get(), "Constant");
-    b->source_class = attr(module.get(), "Source");
-    b->named_tuple_class = attr(module.get(), "NamedTuple");
     b->data_dependent_error = attr(module.get(), "DataDependentOp");
     b->classify = attr(module.get(), "classify");
     b->folded_result = attr(module.get(), "folded_result");

@@ -13,10 +13,6 @@ namespace bytegraph::trace {
 struct Bridge {
   py::Ref<> session_class;
   py::Ref<> node_ref_class;
-  py::Ref<> graph_output_class;
-  py::Ref<> constant_class;
-  py::Ref<> source_class;
-  py::Ref<> named_tuple_class;
   py::Ref<> data_dependent_error;
   py::Ref<> classify;
   py::Ref<> folded_result;  // the traced value of a "folded" callable's call

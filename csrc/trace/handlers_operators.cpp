@@ -136,20 +136,18 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr container = frame.pop();
   ValuePtr value = frame.pop();
   if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
-    seq->require_mutable("item assignment");
     if (!seq->is_list() || !key->is_constant() || !PyLong_Check(key->constant()))
       unsupported("unsupported_subscript", "assigning " + container->repr() + "[" + key->repr() + "]");
     long index = PyLong_AsLong(key->constant());
     if (index < 0) index += static_cast<long>(seq->items.size());
     if (index < 0 || index >= static_cast<long>(seq->items.size())) unsupported("index_error", "list assignment index out of range");
-    tracer.journal.save(container);
+    tracer.will_mutate(container);
     seq->items[index] = value;
     return;
   }
   if (auto* dict = dynamic_cast<DictValue*>(container.get())) {
-    if (!dict->mutable_here()) unsupported("side_effect", "assigning an item of a dict that outlives the trace");
     if (!key->is_constant()) unsupported("unsupported_subscript", "dict key " + key->repr());
-    tracer.journal.save(container);
+    tracer.will_mutate(container);
     dict->set_item(key->constant(), value);
     return;
   }

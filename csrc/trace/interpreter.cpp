@@ -44,11 +44,12 @@ struct Checkpoint {
   size_t pc;
   size_t graph_length;
   size_t guard_count;
+  SideEffects::Mark side_effects;
 };
 
 Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
   return Checkpoint{frame.stack, frame.locals, frame.kw_names.copy(), frame.pc, tracer.graph.size(),
-                    tracer.guards.size()};
+                    tracer.guards.size(), tracer.side_effects.mark()};
 }
 
 void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
@@ -61,6 +62,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
   tracer.journal.undo_to(0);
   tracer.truncate(checkpoint.graph_length);
   tracer.guards.truncate(checkpoint.guard_count);
+  tracer.side_effects.rollback(checkpoint.side_effects);
 }
 
 std::string frame_location(const FrameState& frame) {

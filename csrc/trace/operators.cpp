@@ -111,9 +111,9 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
   auto* right = operands.size() > 1 ? dynamic_cast<SequenceValue*>(operands[1].get()) : nullptr;
   bool add = function == operator_function("add") || function == operator_function("iadd");
   if (add && left && right && left->is_list() == right->is_list()) {
-    if (function == operator_function("iadd")) {
-      left->require_mutable("+=");
-      tracer.journal.save(operands[0]);
+    if (function == operator_function("iadd") && left->is_list()) {
+      // list += list extends in place; tuple += tuple makes a new tuple.
+      tracer.will_mutate(operands[0]);
       left->items.insert(left->items.end(), right->items.begin(), right->items.end());
       return operands[0];
     }

@@ -4,6 +4,7 @@
 
 #include "record/trace_events.h"
 #include "trace/interpreter.h"
+#include "trace/plan_writer.h"
 
 namespace bytegraph::trace {
 
@@ -38,57 +39,13 @@ void setup_root_frame(Tracer& tracer, FrameState& frame, PyObject* function, PyO
   }
 }
 
-int output_index(std::vector<int>& outputs, int node) {
-  auto found = std::find(outputs.begin(), outputs.end(), node);
-  if (found != outputs.end()) return static_cast<int>(found - outputs.begin());
-  outputs.push_back(node);
-  return static_cast<int>(outputs.size()) - 1;
-}
-
-py::Ref<> describe_output(Tracer& tracer, const ValuePtr& value, std::vector<int>& outputs,
-                          std::vector<guards::SourcePtr>& sources) {
-  const Bridge& bridge = tracer.bridge;
-  if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
-    py::Ref<> index = check(PyLong_FromLong(output_index(outputs, tensor->node())));
-    return check(PyObject_CallOneArg(bridge.graph_output_class.get(), index.get()));
-  }
-  if (value->is_constant()) return check(PyObject_CallOneArg(bridge.constant_class.get(), value->constant()));
-  // An input container (never mutated: that would have been a break) is returned as itself.
-  auto* input_seq = dynamic_cast<SequenceValue*>(value.get());
-  auto* input_dict = dynamic_cast<DictValue*>(value.get());
-  if (value->source() && ((input_seq && !input_seq->mutable_here()) || (input_dict && !input_dict->mutable_here()))) {
-    sources.push_back(value->source());
-    py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
-    return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
-  }
-  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
-    py::Ref<> list = check(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
-    for (size_t i = 0; i < seq->items.size(); ++i)
-      PyList_SET_ITEM(list.get(), i, describe_output(tracer, seq->items[i], outputs, sources).release());
-    if (seq->is_list()) return list;
-    if (!seq->tuple_type) return check(PyList_AsTuple(list.get()));
-    py::Ref<> constructor = named_tuple_constructor(seq->tuple_type.get());
-    return check(PyObject_CallFunctionObjArgs(bridge.named_tuple_class.get(), constructor.get(), list.get(), nullptr));
-  }
-  if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
-    py::Ref<> result = check(PyDict_New());
-    for (size_t i = 0; i < dict->keys.size(); ++i)
-      check_status(PyDict_SetItem(result.get(), dict->keys[i].get(), describe_output(tracer, dict->values[i], outputs, sources).get()));
-    return result;
-  }
-  if (value->source()) {
-    sources.push_back(value->source());
-    py::Ref<> name = check(PyUnicode_FromString(value->source()->repr().c_str()));
-    return check(PyObject_CallOneArg(bridge.source_class.get(), name.get()));
-  }
-  unsupported("unsupported_return", "returning " + value->repr());
-}
-
 // After a break: the tensors the rest of the function may need, stack first, then locals.
 std::vector<int> live_tensor_outputs(const FrameState& frame) {
   std::vector<int> outputs;
   auto add = [&](const ValuePtr& value) {
-    if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) output_index(outputs, tensor->node());
+    auto* tensor = dynamic_cast<TensorValue*>(value.get());
+    if (tensor && std::find(outputs.begin(), outputs.end(), tensor->node()) == outputs.end())
+      outputs.push_back(tensor->node());
   };
   for (const auto& value : frame.stack) if (value) add(value);
   for (const auto& value : frame.locals) if (value) add(value);
@@ -141,13 +98,19 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   ValuePtr result = run_frame(tracer, frame, &break_info);
 
   TraceResult trace_result;
+  trace_result.code = tracer.shared_code_info(reinterpret_cast<PyFunctionObject*>(function)->func_code);
   std::vector<int> outputs;
   if (result) {
-    trace_result.output = describe_output(tracer, result, outputs, trace_result.sources);
+    try {
+      PlanWriter writer(tracer, frame, outputs);
+      trace_result.output = writer.plan(result);
+      trace_result.side_effects = writer.side_effects();
+    } catch (const NotRestorable& error) {
+      unsupported("unsupported_return", "returning " + error.why);
+    }
   } else {
     trace_result.graph_break = std::move(break_info);
-    trace_result.output = py::Ref<>::newref(Py_None);
-    trace_result.break_state = describe_break_state(tracer, frame, outputs, trace_result.sources);
+    trace_result.break_state = describe_break_state(tracer, frame, outputs);
     if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
   }
   // Tensors read but not used by the graph are not inputs. Their guards stay: the trace may
@@ -158,8 +121,14 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   for (const auto& input : tracer.inputs) {
     if (tracer.graph.node(static_cast<size_t>(input.node)).dead) continue;
     trace_result.inputs.push_back(input.source);
-    trace_result.sources.push_back(input.value->source());
+    trace_result.input_sources.push_back(input.value->source());
     check_status(PyList_Append(trace_result.example_inputs.get(), input.real.get()));
+  }
+  for (size_t i = 0; i < tracer.graph.size(); ++i) {
+    const graph::Node& node = tracer.graph.node(i);
+    if (!node.dead && (node.op == graph::Op::CallFunction || node.op == graph::Op::CallMethod ||
+                       node.op == graph::Op::CallModule))
+      ++trace_result.op_count;
   }
   trace_result.guard_set = std::make_shared<guards::GuardSet>();
   tracer.guards.apply(*trace_result.guard_set);

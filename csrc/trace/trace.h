@@ -10,6 +10,8 @@
 
 #include "guards/guard_set.h"
 #include "python/ref.h"
+#include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
 #include "trace/break_state.h"
 #include "trace/tracer.h"
 
@@ -20,12 +22,15 @@ struct TraceResult {
   // module parameters and buffers are get_attr nodes on the GraphModule's root.
   py::Ref<> graph_module;
   std::vector<std::string> inputs;
-  // The sources behind `inputs` and behind the Source(name) leaves of `output`, for codegen.
-  std::vector<guards::SourcePtr> sources;
+  std::vector<guards::SourcePtr> input_sources;  // the same, as sources
   py::Ref<> example_inputs;  // list of the real tensors, in placeholder order
-  // How to rebuild the return value from the graph's outputs: a tree of tuple/list/dict
-  // whose leaves are bridge GraphOutput(i), Constant(obj) or Source(name). None after a break.
-  py::Ref<> output;
+  int op_count = 0;          // call_* nodes in the graph: none means no graph call is needed
+  // How to rebuild the return value from the graph's outputs (unset after a break).
+  std::optional<codegen::OutputPlan> output;
+  // What generated code writes back to objects from outside the frame (with `output`).
+  std::vector<codegen::SideEffectPlan> side_effects;
+  // The traced function's code, decoded once for the whole compile (codegen splits it).
+  std::shared_ptr<CodeInfo> code;
   std::shared_ptr<guards::GuardSet> guard_set;
   std::vector<std::string> guards;  // guard_set->describe()
   // Set when tracing stopped early: the graph then holds everything before the breaking

@@ -70,10 +70,12 @@ std::vector<std::string> string_tuple(PyObject* object, const char* name) {
 
 }  // namespace
 
-CodeInfo& Tracer::code_info(PyObject* code) {
+CodeInfo& Tracer::code_info(PyObject* code) { return *shared_code_info(code); }
+
+std::shared_ptr<CodeInfo> Tracer::shared_code_info(PyObject* code) {
   auto found = codes_.find(code);
-  if (found != codes_.end()) return *found->second;
-  auto info = std::make_unique<CodeInfo>();
+  if (found != codes_.end()) return found->second;
+  auto info = std::make_shared<CodeInfo>();
   info->code = py::Ref<>::newref(code);
   info->instructions = bytecode::decode(reinterpret_cast<PyCodeObject*>(code)).instructions;
   for (size_t i = 0; i < info->instructions.size(); ++i) info->index[info->instructions[i].get()] = i;
@@ -106,9 +108,8 @@ CodeInfo& Tracer::code_info(PyObject* code) {
   info->flags = raw->co_flags;
   info->filename = utf8_attr(code, "co_filename");
   info->name = utf8_attr(code, "co_name");
-  CodeInfo& result = *info;
-  codes_.emplace(code, std::move(info));
-  return result;
+  codes_.emplace(code, info);
+  return info;
 }
 
 graph::UserLocation Tracer::location() {

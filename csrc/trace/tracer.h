@@ -14,6 +14,7 @@
 #include "trace/bridge.h"
 #include "trace/guard_log.h"
 #include "trace/journal.h"
+#include "trace/side_effects.h"
 #include "trace/value.h"
 
 namespace bytegraph::record {
@@ -85,6 +86,7 @@ class Tracer {
   graph::Graph graph;
   GuardLog guards;
   Journal journal;  // undo records of the current outermost instruction
+  SideEffects side_effects;
   std::vector<FrameState*> frames;  // outermost first
   std::vector<std::string> pending_user_stack;  // filled by the innermost frame on a break
   // Called with one "TRACE <opname> <argval> [<stack reprs>]" line before each instruction;
@@ -95,6 +97,8 @@ class Tracer {
   std::shared_ptr<record::TraceEvents> events;
 
   CodeInfo& code_info(PyObject* code);
+  // The same, shared: a trace result keeps its root code's decoded copy for codegen.
+  std::shared_ptr<CodeInfo> shared_code_info(PyObject* code);
   PyObject* function() const { return function_.get(); }
 
   // Wraps a real value read from the frame, a global or an attribute (Dynamo's
@@ -102,9 +106,16 @@ class Tracer {
   ValuePtr wrap(PyObject* real, guards::SourcePtr source);
   // A Python function to inline, with its defaults and closure cells wrapped.
   std::shared_ptr<UserFunctionValue> wrap_user_function(PyObject* function, const guards::SourcePtr& source);
+  // Call before changing `value` in place: saves its state for rollback and, for a value from
+  // outside the trace, records the change so generated code writes it back. A value from
+  // outside that has no source cannot be written back: that is a break.
+  void will_mutate(const ValuePtr& value);
   // The trace relied on which object `value` is: guard its identity (a no-op for values
   // made during the trace, and for those already pinned).
   void pin_identity(const ValuePtr& value);
+  // The value already made for a mutable object from outside the trace (one value per object),
+  // or null.
+  ValuePtr known_object(PyObject* real, const guards::SourcePtr& source);
   // A tensor reached through a module: a get_attr node on the GraphModule root.
   ValuePtr wrap_module_tensor(PyObject* real, const guards::SourcePtr& source);
 
@@ -142,7 +153,7 @@ class Tracer {
   ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;
-  std::unordered_map<PyObject*, std::unique_ptr<CodeInfo>> codes_;
+  std::unordered_map<PyObject*, std::shared_ptr<CodeInfo>> codes_;
   std::unordered_map<std::string, std::string> source_lines_;  // "file:line" -> text
   int inline_depth_ = 0;
   // Values reachable from themselves (a closure holding its own function, a list containing

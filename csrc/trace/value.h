@@ -165,7 +165,6 @@ class SequenceValue : public Value {
   bool truthy(Tracer&) const override { return !items.empty(); }
   std::optional<Args> unpack(Tracer&) override { return items; }
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
-  void require_mutable(const std::string& what) const;
   // A named tuple's class (collections.namedtuple, a torch.return_types structseq), or null
   // for a plain tuple or list. Its fields name the items.
   py::Ref<> tuple_type;

@@ -73,6 +73,27 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   return value;
 }
 
+ValuePtr Tracer::known_object(PyObject* real, const SourcePtr& source) {
+  ValuePtr known = side_effects.known(real);
+  if (!known) return nullptr;
+  // One object reached again, maybe under another name: the same value, valid while both
+  // names stay one object.
+  if (source && known->source()) guards.add_same_object(known->source(), source);
+  return known;
+}
+
+void Tracer::will_mutate(const ValuePtr& value) {
+  journal.save(value);
+  if (value->source()) {
+    side_effects.mark_mutated(value);
+    return;
+  }
+  bool made_here = true;
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) made_here = seq->mutable_here();
+  if (auto* dict = dynamic_cast<DictValue*>(value.get())) made_here = dict->mutable_here();
+  if (!made_here) unsupported("side_effect", "changing " + value->repr() + ", which the trace has no name for");
+}
+
 void Tracer::pin_identity(const ValuePtr& value) {
   if (value->source() && value->real_object()) guards.add(GuardLog::Kind::Id, value->source(), value->real_object());
 }
@@ -165,6 +186,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Tuple:
     case ObjectKind::List: {
       bool is_list = PyList_Check(real);
+      if (is_list) {
+        if (ValuePtr known = known_object(real, source)) return known;
+      }
       guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
       Py_ssize_t n = PySequence_Size(real);
       guards.add(K::Length, source, nullptr, n);
@@ -176,10 +200,12 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       }
       auto sequence = std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
       if (!is_list && !PyTuple_CheckExact(real)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(real));
+      if (is_list) side_effects.remember(real, sequence);
       return sequence;
     }
     case ObjectKind::Dict: {
       if (!PyDict_CheckExact(real)) unsupported("unsupported_dict", "dict subclass input " + py_repr((PyObject*)Py_TYPE(real)));
+      if (ValuePtr known = known_object(real, source)) return known;
       py::Ref<> keys = check(PySequence_Tuple(check(PyDict_Keys(real)).get()));
       guards.add(K::DictKeys, source, keys.get());
       auto dict = std::make_shared<DictValue>(source, false);
@@ -188,6 +214,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       while (PyDict_Next(real, &position, &key, &item)) {
         dict->set_item(key, wrap(item, source ? guards::item_source(source, py::Ref<>::newref(key)) : nullptr));
       }
+      side_effects.remember(real, dict);
       return dict;
     }
     case ObjectKind::PythonModule:

@@ -36,21 +36,20 @@ class ContainerMethodValue : public Value {
 
  private:
   ValuePtr call_sequence(Tracer& tracer, SequenceValue& seq, const Args& args) {
-    if (name_ != "index" && name_ != "count" && seq.mutable_here()) tracer.journal.save(self_);
     if (name_ == "append" && args.size() == 1) {
-      seq.require_mutable("append");
+      tracer.will_mutate(self_);
       seq.items.push_back(args[0]);
       return ConstantValue::none();
     }
     if (name_ == "extend" && args.size() == 1) {
-      seq.require_mutable("extend");
       auto items = args[0]->unpack(tracer);
       if (!items) unsupported("unsupported_call", "extend with " + args[0]->repr());
+      tracer.will_mutate(self_);
       seq.items.insert(seq.items.end(), items->begin(), items->end());
       return ConstantValue::none();
     }
     if (name_ == "insert" && args.size() == 2 && args[0]->is_constant()) {
-      seq.require_mutable("insert");
+      tracer.will_mutate(self_);
       long index = PyLong_AsLong(args[0]->constant());
       long size = static_cast<long>(seq.items.size());
       if (index < 0) index = std::max(0L, index + size);
@@ -59,8 +58,8 @@ class ContainerMethodValue : public Value {
       return ConstantValue::none();
     }
     if (name_ == "pop" && args.size() <= 1) {
-      seq.require_mutable("pop");
       if (seq.items.empty()) unsupported("index_error", "pop from an empty list");
+      tracer.will_mutate(self_);
       long index = args.empty() ? static_cast<long>(seq.items.size()) - 1
                                 : normalise_index(args[0]->constant(), seq.items.size(), "pop");
       ValuePtr item = seq.items[index];
@@ -100,8 +99,7 @@ class ContainerMethodValue : public Value {
     if (name_ == "update" && args.size() == 1) {
       auto* other = dynamic_cast<DictValue*>(args[0].get());
       if (!other) unsupported("unsupported_call", "dict.update with " + args[0]->repr());
-      if (!dict.mutable_here()) unsupported("side_effect", "mutating a dict that outlives the trace");
-      tracer.journal.save(self_);
+      tracer.will_mutate(self_);
       for (size_t i = 0; i < other->keys.size(); ++i) dict.set_item(other->keys[i].get(), other->values[i]);
       return ConstantValue::none();
     }
@@ -142,11 +140,6 @@ py::Ref<> named_tuple_fields(PyObject* type) {
   return {};
 }
 
-void SequenceValue::require_mutable(const std::string& what) const {
-  if (!mutable_here_)
-    unsupported("side_effect", what + " on a list that outlives the trace (" +
-                                   (source() ? source()->repr() : std::string("an input")) + ")");
-}
 
 ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
   if (tuple_type) {

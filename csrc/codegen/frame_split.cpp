@@ -1,0 +1,197 @@
+#include "codegen/frame_split.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "bytecode/liveness.h"
+#include "bytegraph/opcodes_generated.h"
+#include "codegen/resume_cache.h"
+#include "python/errors.h"
+
+namespace bytegraph::codegen {
+
+namespace op = bytecode::op;
+
+namespace {
+
+using bytecode::Instruction;
+using bytecode::InstructionList;
+
+constexpr int kUnsplittableFlags = CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR;
+
+py::Ref<> torch_attr(const char* name) {
+  py::Ref<> torch = check(PyImport_ImportModule("torch"));
+  return check(PyObject_GetAttrString(torch.get(), name));
+}
+
+size_t index_of_offset(const InstructionList& instructions, int offset) {
+  for (size_t i = 0; i < instructions.size(); ++i)
+    if (instructions[i]->offset == offset) return i;
+  throw InternalError("no instruction at offset " + std::to_string(offset));
+}
+
+size_t index_of(const InstructionList& instructions, const Instruction* inst) {
+  for (size_t i = 0; i < instructions.size(); ++i)
+    if (instructions[i].get() == inst) return i;
+  throw InternalError("instruction outside the code");
+}
+
+// Stack positions of the exits of the grad-mode `with` blocks open at the break, when the
+// handlers protecting the breaking instruction are exactly those blocks' cleanups (one per
+// block, innermost first, nothing around them); nullopt otherwise (an empty list: no block).
+std::optional<std::vector<size_t>> open_grad_mode_blocks(const InstructionList& instructions, size_t at,
+                                                          const std::vector<OutputPlan>& stack) {
+  std::vector<size_t> exits;
+  for (size_t i = 0; i < stack.size(); ++i)
+    if (stack[i].kind == OutputPlan::Kind::GradModeExit) exits.push_back(i);
+  const bytecode::ExceptionTableEntry* entry = instructions[at]->exception_entry.get();
+  for (auto it = exits.rbegin(); it != exits.rend(); ++it) {
+    if (entry == nullptr || entry->depth != static_cast<int>(*it) + 1) return std::nullopt;
+    const Instruction* handler = entry->target;
+    size_t following = index_of(instructions, handler) + 1;
+    if (handler->opcode != op::PUSH_EXC_INFO || following >= instructions.size() ||
+        instructions[following]->opcode != op::WITH_EXCEPT_START || handler->exception_entry == nullptr)
+      return std::nullopt;
+    // The cleanup's own handler (COPY, POP_EXCEPT, RERAISE) is protected by the next block out.
+    entry = handler->exception_entry->target->exception_entry.get();
+  }
+  if (entry != nullptr) return std::nullopt;
+  return exits;
+}
+
+// A jump back over `offset`: the instruction is inside a loop.
+bool inside_loop(const InstructionList& instructions, int offset) {
+  for (const auto& inst : instructions) {
+    const Instruction* target = inst->target;
+    if (target != nullptr && target->offset <= inst->offset && target->offset <= offset && offset <= inst->offset)
+      return true;
+  }
+  return false;
+}
+
+std::string why_not_split(PyCodeObject* code, const InstructionList& instructions, int offset, const BreakSite& site) {
+  if (code->co_flags & kUnsplittableFlags) return "generators and coroutines are not split";
+  if (!site.not_splittable.empty()) return site.not_splittable;
+  if (is_resume_code(reinterpret_cast<PyObject*>(code)) && inside_loop(instructions, offset)) {
+    // Its continuation would be itself (or another resume function of the same loop),
+    // nesting one call per iteration: the loop's remaining iterations run eagerly.
+    return "a break inside a loop of a resume function is not split again";
+  }
+  return {};
+}
+
+// The blocks' exits become plans that enter the same modes again (outermost first); the
+// mode outside them is restored by generated code before the breaking instruction runs.
+void enter_grad_mode_blocks_again(std::vector<OutputPlan>& stack, const std::vector<size_t>& exits, bool grad_enabled) {
+  for (size_t k = 0; k < exits.size(); ++k) {
+    bool inside = k + 1 < exits.size() ? stack[exits[k + 1]].constant.get() == Py_True : grad_enabled;
+    OutputPlan enter;
+    enter.kind = OutputPlan::Kind::EnterContext;
+    enter.constant = torch_attr(inside ? "enable_grad" : "no_grad");
+    stack[exits[k]] = std::move(enter);
+  }
+}
+
+// Each stack slot's kind for the resume functions. A loop iterator the breaking instruction
+// does not consume is passed on as the tuple of its remaining items (the resume function's
+// prologue calls iter() on it), so the resumed loop can be traced.
+void stack_kinds(std::vector<OutputPlan>& stack, const BreakSite& site, std::vector<StackSlot>& kinds,
+                 std::vector<py::Ref<>>& contexts) {
+  size_t most_popped = stack.size();
+  if (!site.continuations.empty()) {
+    most_popped = 0;
+    for (const Continuation& next : site.continuations) most_popped = std::max(most_popped, static_cast<size_t>(next.pops));
+  }
+  const size_t untouched = stack.size() - std::min(stack.size(), most_popped);
+  for (size_t i = 0; i < stack.size(); ++i) {
+    OutputPlan& plan = stack[i];
+    contexts.emplace_back();
+    if (plan.kind == OutputPlan::Kind::Null) {
+      kinds.push_back(StackSlot::Null);
+    } else if (plan.kind == OutputPlan::Kind::EnterContext) {
+      kinds.push_back(StackSlot::Context);
+      contexts.back() = plan.constant.copy();
+    } else if (plan.kind == OutputPlan::Kind::Iterator && i < untouched) {
+      plan.kind = OutputPlan::Kind::Tuple;
+      kinds.push_back(StackSlot::Iterator);
+    } else {
+      kinds.push_back(StackSlot::Value);
+    }
+  }
+}
+
+// Zero-argument super() reads the instance from the frame's first slot and the class from the
+// __class__ cell: a resume function of such code takes the original's first argument first,
+// whether or not liveness sees it used.
+void keep_instance_first(PyCodeObject* code, std::vector<std::string>& names,
+                         const std::vector<std::pair<std::string, OutputPlan>>& locals) {
+  py::Ref<> freevars = check(PyCode_GetFreevars(code));
+  bool has_class_cell = false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(freevars.get()); ++i)
+    has_class_cell |= PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(freevars.get(), i), "__class__") == 0;
+  if (!has_class_cell || code->co_argcount == 0) return;
+  py::Ref<> varnames = check(PyCode_GetVarnames(code));
+  std::string first = PyUnicode_AsUTF8(PyTuple_GET_ITEM(varnames.get(), 0));
+  bool passed = std::any_of(locals.begin(), locals.end(), [&](const auto& local) { return local.first == first; });
+  if (!passed) return;
+  names.erase(std::remove(names.begin(), names.end(), first), names.end());
+  names.insert(names.begin(), first);
+}
+
+}  // namespace
+
+FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
+  FrameSplit split;
+  const trace::BreakState& state = *result.break_state;
+  if (!state.not_restorable.empty()) {
+    split.eager_reason = state.not_restorable;
+    return split;
+  }
+  const InstructionList& instructions = result.code->instructions;
+  const int offset = result.graph_break->offset;
+  const size_t at = index_of_offset(instructions, offset);
+  std::vector<OutputPlan> stack = state.stack;
+  std::optional<std::vector<size_t>> grad_blocks = open_grad_mode_blocks(instructions, at, stack);
+  const bool in_grad_blocks = grad_blocks && !grad_blocks->empty();
+  split.site = find_break_site(instructions, offset, in_grad_blocks);
+  split.eager_reason = why_not_split(code, instructions, offset, split.site);
+  if (!split.eager_reason.empty()) return split;
+  BreakCall& call = split.call;
+  if (in_grad_blocks) {
+    call.set_grad_enabled = torch_attr("_C");
+    call.set_grad_enabled = check(PyObject_GetAttrString(call.set_grad_enabled.get(), "_set_grad_enabled"));
+    call.grad_enabled_outside = stack[grad_blocks->front()].constant.copy();
+    enter_grad_mode_blocks_again(stack, *grad_blocks, state.grad_enabled);
+  }
+  std::vector<StackSlot> kinds;
+  std::vector<py::Ref<>> contexts;
+  stack_kinds(stack, split.site, kinds, contexts);
+  for (const Continuation& next : split.site.continuations) {
+    std::vector<StackSlot> slots(kinds.begin(), kinds.end() - std::min(kinds.size(), static_cast<size_t>(next.pops)));
+    std::vector<py::Ref<>> slot_contexts;
+    for (size_t i = 0; i < slots.size(); ++i) slot_contexts.push_back(contexts[i].copy());
+    for (int i = 0; i < next.pushes; ++i) {
+      slots.push_back(StackSlot::Value);
+      slot_contexts.emplace_back();
+    }
+    std::vector<std::string> live = bytecode::live_locals_at(instructions, index_of_offset(instructions, next.offset));
+    std::vector<std::string> names;
+    for (const auto& [name, plan] : state.locals)
+      if (std::find(live.begin(), live.end(), name) != live.end()) names.push_back(name);
+    keep_instance_first(code, names, state.locals);
+    ResumeCall resume;
+    resume.code = resume_code_for(code, next.offset, slots, slot_contexts, names);
+    for (StackSlot slot : slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
+    resume.locals = std::move(names);
+    call.resumes.push_back(std::move(resume));
+  }
+  call.stack = std::move(stack);
+  call.locals = state.locals;
+  call.cells = state.cells;
+  call.effects = state.side_effects;
+  call.kw_names = state.kw_names ? state.kw_names.copy() : py::Ref<>();
+  call.offset = offset;
+  return split;
+}
+
+}  // namespace bytegraph::codegen

@@ -1,0 +1,53 @@
+// Plans (codegen/output_plan.h) for symbolic values: how generated code rebuilds, after the
+// graph has run, a value the trace holds (the return value, or the stack, locals and cells at
+// a graph break).
+//
+// A value read from somewhere is re-read from there (its source), so it keeps its identity:
+// inputs, globals, attributes, and the graph's own inputs passed through. Tensors the graph
+// computed are graph outputs (their node indices are appended to `outputs`), constants are
+// constants, containers made in the frame are rebuilt item by item.
+#pragma once
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "codegen/output_plan.h"
+#include "codegen/side_effects.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+// A value generated code cannot rebuild: the frame is not split (or the return fails).
+struct NotRestorable {
+  std::string why;
+};
+
+class PlanWriter {
+ public:
+  // `frame`: the outermost frame (functions made in it are made again from its cells).
+  PlanWriter(Tracer& tracer, const FrameState& frame, std::vector<int>& outputs)
+      : tracer_(tracer), frame_(frame), outputs_(outputs) {}
+
+  // Throws NotRestorable.
+  codegen::OutputPlan plan(const ValuePtr& value);
+  // What generated code writes back to the objects from outside the trace that it changed
+  // (Tracer::side_effects), in the order they were first changed. Throws NotRestorable.
+  std::vector<codegen::SideEffectPlan> side_effects();
+
+ private:
+  void require_single_reference(const ValuePtr& value);
+  codegen::OutputPlan make_function(const UserFunctionValue& function);
+  std::string cell_name(const ValuePtr& cell) const;
+  std::vector<codegen::OutputPlan> plans_of(const Args& items);
+  codegen::OutputPlan tensor(const TensorValue& tensor);
+  codegen::OutputPlan dict_plan(const DictValue& dict);
+  int output_index(int node);
+
+  Tracer& tracer_;
+  const FrameState& frame_;
+  std::vector<int>& outputs_;
+  std::unordered_set<const Value*> made_here_;
+};
+
+}  // namespace bytegraph::trace
