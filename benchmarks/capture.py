@@ -16,6 +16,7 @@ the second call compiled again, the breaks with their kind, message and user fil
 import contextlib
 import logging
 import re
+import sys
 import time
 import traceback
 
@@ -68,7 +69,7 @@ class _Collect(logging.Handler):
                 self.breaks.append(first_line)
                 event = _break_event(broke, _innermost_stack_entry(lines[1:]))
                 self.break_events.append(event)
-                if record.funcName == "_on_graph_break":
+                if _logged_from("_on_graph_break", record):
                     self.eager.append(first_line)
                     self.eager_events.append(dict(event, whole_frame=True))
             elif eager:
@@ -82,6 +83,22 @@ class _Collect(logging.Handler):
                                         "reasons": [line.strip(" -") for line in lines[1:4]]})
         elif record.levelno >= logging.WARNING:
             self.failures.append(first_line)
+
+
+def _logged_from(function_name, record, depth=12):
+    """Whether the log call came from (or through) `function_name`: a frame that raised
+    Unsupported is reported there and runs eagerly as a whole, while a split frame's break is
+    reported from the same helper on the way to being split."""
+    if record.funcName == function_name:
+        return True
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == function_name:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _innermost_stack_entry(stack_lines):

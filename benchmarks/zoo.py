@@ -54,21 +54,12 @@ def _ids(length=16):
     return torch.randint(0, _VOCAB, (2, length))
 
 
-def _within_vocabulary(config):
-    """Special token ids inside the tiny vocabulary (some configs default to a real one's)."""
-    for key in ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id"):
-        value = getattr(config, key, None)
-        if isinstance(value, int) and value >= _VOCAB:
-            setattr(config, key, 0)
-    return config
-
-
 def _lm(model_class, config_class, **config):
     """A transformers model from its config class: 2 layers, hidden 64, no dropout, no cache."""
     import transformers
 
     config = getattr(transformers, config_class)(vocab_size=_VOCAB, use_cache=False, **config)
-    return getattr(transformers, model_class)(models.without_dropout(_within_vocabulary(config)))
+    return getattr(transformers, model_class)(models.without_dropout(config))
 
 
 def _text(model_class, config_class, **config):
@@ -100,10 +91,12 @@ ZOO = [
     ZooModel("gpt2", "decoder", _bench("GPT-2"), "GPT2Model (benchmarks.models)"),
     ZooModel("gpt-neo", "decoder", _text("GPTNeoModel", "GPTNeoConfig", num_layers=2, hidden_size=64, num_heads=4,
                                          attention_types=[[["global", "local"], 1]], window_size=8,
+                                         bos_token_id=0, eos_token_id=0,
                                          intermediate_size=128, max_position_embeddings=64),
              "GPTNeoModel, global + local attention"),
     ZooModel("gptj", "decoder", _text("GPTJModel", "GPTJConfig", n_layer=2, n_embd=64, n_head=4, rotary_dim=8,
-                                      n_inner=128, n_positions=64), "GPTJModel, partial rotary"),
+                                      n_inner=128, n_positions=64, bos_token_id=0, eos_token_id=0),
+             "GPTJModel, partial rotary"),
     ZooModel("opt", "decoder", _text("OPTModel", "OPTConfig", num_hidden_layers=2, hidden_size=64,
                                      num_attention_heads=4, ffn_dim=128, word_embed_proj_dim=64,
                                      max_position_embeddings=64), "OPTModel"),
@@ -158,7 +151,7 @@ ZOO = [
 
 # generate() of a decoder whose forward is compiled: the KV cache (a DynamicCache) is an
 # object mutated across calls, and the sequence grows by one token per call.
-GENERATE_TOKENS = 8
+GENERATE_TOKENS = 8  # zoo_report.GENERATE_STEPS follows it
 
 
 def _llama_for_generation():

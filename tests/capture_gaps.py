@@ -161,7 +161,7 @@ def returns_closure(x):
     def inner(t):
         return t + offset
 
-    return inner
+    return x * 2, inner
 
 
 def size_plus_tuple(x, heads):
@@ -478,8 +478,8 @@ GAPS = [
     Gap("returning a nested function made in the frame (sliding-window mask functions)",
         "Frames that return closures: rebuild the function object with its cells after the graph.",
         r"returning UserFunctionVariable|cannot rebuild stack item \d+ is UserFunctionVariable",
-        returns_closure, _ones, "torch.ones(4)", lambda: torch.full((2,), 5.0),
-        observe=lambda inner: inner(torch.ones(2))),
+        returns_closure, _ones, "torch.ones(4)", lambda: (torch.full((4,), 2.0), torch.full((2,), 5.0)),
+        observe=lambda result: (result[0], result[1](torch.ones(2)))),
     Gap("a break inside try/finally (CALL_FUNCTION_EX in a decorator's try)",
         "Split frames at breaks inside try/except/finally and with blocks (the block is re-entered in the "
         "resume function).",
