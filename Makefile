@@ -1,7 +1,22 @@
 # One entry point for people and CI. `make demo` and `make test` install what they need first.
+#
+# Supported interpreters: CPython 3.11, 3.12 and 3.13. The default, `python3`, is used as it
+# is (its packages installed into it) with the build in build/. Any other interpreter, e.g.
+# `make test PYTHON=python3.12`, gets its own virtual environment (.venv-3.12/) and build
+# directory (build-3.12/); a versioned name not on PATH is found under pyenv.
 PYTHON ?= python3
-PIP := $(PYTHON) -m pip install -q -c constraints.txt
+PYTHON_BIN := $(shell tools/find_python.sh $(PYTHON))
+PY_VERSION := $(shell $(PYTHON_BIN) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifeq ($(PYTHON),python3)
+VENV :=
+PY := $(PYTHON_BIN)
 BUILD_DIR ?= build
+else
+VENV := .venv-$(PY_VERSION)
+PY := $(CURDIR)/$(VENV)/bin/python
+BUILD_DIR ?= build-$(PY_VERSION)
+endif
+PIP := $(PY) -m pip install -q -c constraints.txt
 JOBS ?= $(shell nproc)
 PYTEST_ARGS ?=
 
@@ -15,7 +30,9 @@ APT_PACKAGES := libgtest-dev chromium chromium-driver texlive-latex-base texlive
 
 # Stamp files keep repeated `make test` from re-running pip and apt.
 $(BUILD_DIR)/.deps: constraints.txt requirements-dev.txt
+	@test -n "$(PY_VERSION)" || { echo "no interpreter for PYTHON=$(PYTHON)"; exit 1; }
 	@mkdir -p $(BUILD_DIR)
+	@if [ -n "$(VENV)" ] && [ ! -x $(PY) ]; then $(PYTHON_BIN) -m venv $(VENV); fi
 	$(PIP) -r requirements-dev.txt
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -32,37 +49,38 @@ deps: $(BUILD_DIR)/.deps
 
 build: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \
+	  -DPython_EXECUTABLE=$(PY) \
 	  -DBYTEGRAPH_TESTS=$$([ -f /usr/include/gtest/gtest.h ] && echo ON || echo OFF) >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test-cpp: build
 	@if [ -f $(BUILD_DIR)/bytegraph_cpp_tests ]; then \
-	  cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS); \
+	  cd $(BUILD_DIR) && PYTHONPATH=$$($(PY) -c 'import site; print(site.getsitepackages()[0])') \
+	    ctest --output-on-failure -j $(JOBS); \
 	else echo "C++ unit tests not built (GoogleTest missing)"; fi
 
 test-py: build
-	PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -q $(PYTEST_ARGS) tests
+	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(PYTEST_ARGS) tests
 
 test: test-cpp test-py
 
 demo: build
-	PYTHONPATH=$(CURDIR) $(PYTHON) -m bytegraph demo
+	PYTHONPATH=$(CURDIR) $(PY) -m bytegraph demo
 
 bench: build
 	$(PIP) -r benchmarks/requirements.txt
-	PYTHONPATH=$(CURDIR) $(PYTHON) -m benchmarks.run
+	PYTHONPATH=$(CURDIR) $(PY) -m benchmarks.run
 
 # ASan + UBSan build of the extension; the interpreter itself is not instrumented, so the
 # runtime is preloaded. Leak detection is off: CPython's arenas and interned objects are
 # reported as leaks otherwise (the reference-leak tests cover leaks instead).
 asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBYTEGRAPH_SANITIZE=ON -DBYTEGRAPH_EXTENSION_DIR=$(CURDIR)/build-asan/ext \
-	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) >/dev/null
+	  -DPython_EXECUTABLE=$(PY) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 BYTEGRAPH_EXTENSION_DIR=$(CURDIR)/build-asan/ext \
-	  PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -q $(PYTEST_ARGS) tests
+	  PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(PYTEST_ARGS) tests
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan bytegraph/_C*.so
+	rm -rf $(BUILD_DIR) build-asan bytegraph/_C.cpython-$(subst .,,$(PY_VERSION))*.so

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from test_viewer_model import build_sample_trace
+from test_viewer_model import build_sample_trace, requires_sample_bytecode
 from test_viewer_render import NASTY, nasty_trace
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
@@ -78,6 +78,7 @@ def location_hash(driver):
     return driver.execute_script("return location.hash")
 
 
+@requires_sample_bytecode
 def test_page_loads_without_console_errors_and_shows_the_first_step(browser, page_url, sample):
     open_page(browser, page_url)
     assert console_errors(browser) == []
@@ -89,6 +90,7 @@ def test_page_loads_without_console_errors_and_shows_the_first_step(browser, pag
     assert [text.split(" \u2014 ")[1].split(" ")[0] for text in options] == ["original", "inlined", "resume"]
 
 
+@requires_sample_bytecode
 def test_next_button_and_arrow_key_move_the_highlight_and_the_stack(browser, page_url, sample):
     steps = sample.frames[0].steps
     open_page(browser, page_url)
@@ -111,6 +113,7 @@ def test_next_button_and_arrow_key_move_the_highlight_and_the_stack(browser, pag
     assert console_errors(browser) == []
 
 
+@requires_sample_bytecode
 def test_deep_link_opens_that_step(browser, page_url, sample):
     steps = sample.frames[0].steps
     open_page(browser, page_url + "#step=5")
@@ -130,6 +133,7 @@ def test_deep_link_opens_that_step(browser, page_url, sample):
     assert console_errors(browser) == []
 
 
+@requires_sample_bytecode
 def test_call_step_links_into_the_inlined_frame_and_back(browser, page_url, sample):
     open_page(browser, page_url + "#frame=0&step=16")
     new_nodes = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#graph tr.new")]
@@ -144,6 +148,7 @@ def test_call_step_links_into_the_inlined_frame_and_back(browser, page_url, samp
     assert console_errors(browser) == []
 
 
+@requires_sample_bytecode
 def test_only_new_stack_entries_and_graph_nodes_are_marked(browser, page_url, sample):
     steps = sample.frames[0].steps
     open_page(browser, page_url + "#step=8")  # LOAD_FAST a1 on top of a0's value
@@ -155,6 +160,7 @@ def test_only_new_stack_entries_and_graph_nodes_are_marked(browser, page_url, sa
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph tr")) == len(steps[21].graph)
 
 
+@requires_sample_bytecode
 def test_bracket_keys_switch_frames(browser, page_url, sample):
     open_page(browser, page_url + "#frame=0&step=3")
     body = browser.find_element(By.TAG_NAME, "body")
@@ -168,6 +174,7 @@ def test_bracket_keys_switch_frames(browser, page_url, sample):
     assert location_hash(browser) == "#frame=1&step=0"
 
 
+@requires_sample_bytecode
 def test_clicking_a_bytecode_row_goes_to_its_step(browser, page_url, sample):
     steps = sample.frames[0].steps
     open_page(browser, page_url)
@@ -176,6 +183,7 @@ def test_clicking_a_bytecode_row_goes_to_its_step(browser, page_url, sample):
     assert location_hash(browser) == f"#frame=0&step={target}"
 
 
+@requires_sample_bytecode
 def test_values_with_markup_are_shown_as_text(browser, tmp_path):
     path = tmp_path / "nasty.html"
     trace = nasty_trace()
@@ -188,6 +196,7 @@ def test_values_with_markup_are_shown_as_text(browser, tmp_path):
     assert "<lambda>" in browser.find_element(By.ID, "frame-select").text
 
 
+@requires_sample_bytecode
 def test_screenshot_of_a_step(browser, page_url, tmp_path):
     open_page(browser, page_url + "#frame=0&step=21")
     path = tmp_path / "viewer.png"

@@ -14,7 +14,7 @@ from bytegraph.viewer import TraceRecorder
 from bytegraph.viewer.beamer import latex_text, latex_tt, render_beamer
 from bytegraph.viewer.html import highlight_python, page_data, render_html
 from bytegraph.viewer.org import render_org
-from test_viewer_model import build_sample_trace
+from test_viewer_model import build_sample_trace, requires_sample_bytecode
 
 NASTY = r"<lambda> </script><b>bold</b> a_b & 50% $x$ #1 {y} ~z ^w \back | bar `q' \"d\" -> done"
 
@@ -45,6 +45,7 @@ ORG_BLOCK = re.compile(
 )
 
 
+@requires_sample_bytecode
 def test_org_has_one_block_per_step_highlighting_its_instruction():
     trace = build_sample_trace()
     blocks = list(ORG_BLOCK.finditer(render_org(trace)))
@@ -62,6 +63,7 @@ def test_org_has_one_block_per_step_highlighting_its_instruction():
             assert f"~{value}~" in block["stack"]
 
 
+@requires_sample_bytecode
 def test_org_highlight_follows_the_seed_layout():
     # The seed's listing for the same kind of function put LOAD_CONST 0 on line 1, its
     # STORE_FAST on line 2 and the next source line after a blank line; RESUME comes first here.
@@ -70,6 +72,7 @@ def test_org_highlight_follows_the_seed_layout():
     assert highlights == [1, 3, 4, 6, 7]
 
 
+@requires_sample_bytecode
 def test_org_cells_never_split_on_a_bar():
     text = render_org(nasty_trace())
     block = list(ORG_BLOCK.finditer(text))[-1]
@@ -80,6 +83,7 @@ def test_org_cells_never_split_on_a_bar():
 # ---- LaTeX beamer ------------------------------------------------------------------------
 
 
+@requires_sample_bytecode
 def test_beamer_has_one_frame_per_step_with_one_highlighted_instruction():
     trace = build_sample_trace()
     text = render_beamer(trace)
@@ -112,6 +116,7 @@ def _pdflatex():
         pytest.skip("the beamer class or pgf is not installed (apt-get install texlive-latex-recommended texlive-pictures)")
 
 
+@requires_sample_bytecode
 def test_beamer_compiles_with_pdflatex(tmp_path):
     _pdflatex()
     trace = nasty_trace()
@@ -138,6 +143,7 @@ def embedded_data(page):
     return json.loads(match.group(1))
 
 
+@requires_sample_bytecode
 def test_html_embeds_the_trace_so_that_no_value_can_end_the_script():
     trace = nasty_trace()
     page = render_html(trace)
@@ -146,6 +152,7 @@ def test_html_embeds_the_trace_so_that_no_value_can_end_the_script():
     assert embedded_data(page)["frames"][-1]["steps"][0]["note"] == NASTY
 
 
+@requires_sample_bytecode
 def test_html_stores_each_graph_row_once():
     trace = build_sample_trace()
     data = embedded_data(render_html(trace))
@@ -156,6 +163,7 @@ def test_html_stores_each_graph_row_once():
             assert [data["nodes"][index] for index in step_data["graph"]] == step.graph
 
 
+@requires_sample_bytecode
 def test_html_is_self_contained():
     page = render_html(build_sample_trace())
     assert "http://" not in page and "https://" not in page
@@ -164,6 +172,7 @@ def test_html_is_self_contained():
     assert "<title>bytegraph trace: sample_fn</title>" in page
 
 
+@requires_sample_bytecode
 def test_html_title_is_escaped(tmp_path):
     trace = nasty_trace()
     trace.frames.insert(0, trace.frames.pop())
@@ -208,6 +217,7 @@ def script(tmp_path):
     return path
 
 
+@requires_sample_bytecode
 def test_trace_command_calls_bytegraph_trace_and_writes_every_output(monkeypatch, script, tmp_path, capsys):
     torch = pytest.importorskip("torch")
     calls = []
@@ -231,6 +241,7 @@ def test_trace_command_calls_bytegraph_trace_and_writes_every_output(monkeypatch
     assert capsys.readouterr().out.count("wrote ") == 3
 
 
+@requires_sample_bytecode
 def test_trace_command_spreads_only_tuples(monkeypatch, script, tmp_path):
     seen = []
     monkeypatch.setattr(bytegraph, "trace", lambda fn, *args: seen.append(args) or build_sample_trace(), raising=False)

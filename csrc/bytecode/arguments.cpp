@@ -16,11 +16,18 @@ ArgumentKind argument_kind(int opcode) {
   return ArgumentKind::kNumber;
 }
 
-int table_index(int opcode, int arg) { return opcode == op::LOAD_GLOBAL ? arg >> 1 : arg; }
+int table_index(int opcode, int arg) { return arg >> opcode_info(opcode).arg_shift; }
+
+int argument_flags(int opcode, int arg) {
+  return arg > 0 ? arg & ((1 << opcode_info(opcode).arg_shift) - 1) : 0;
+}
 
 int argument_for_index(int opcode, int index, int old_arg) {
-  if (opcode == op::LOAD_GLOBAL) return (index << 1) | (old_arg > 0 ? (old_arg & 1) : 0);
-  return index;
+  int shift = opcode_info(opcode).arg_shift;
+  if (old_arg < 0 && argument_kind(opcode) == ArgumentKind::kCompare && index >= 0 &&
+      index < static_cast<int>(kCompareOpArgs.size()))
+    return kCompareOpArgs[index];
+  return (index << shift) | argument_flags(opcode, old_arg);
 }
 
 namespace {
@@ -75,12 +82,19 @@ py::Ref<> resolve_argval(const ArgumentTables& tables, int opcode, int arg) {
     case ArgumentKind::kName:
       return tuple_item(tables.names, table_index(opcode, arg), opcode, "co_names");
     case ArgumentKind::kLocal:
+      if (opcode_info(opcode).packed_locals) {
+        py::Ref<> first = tuple_item(tables.localsplusnames, arg >> 4, opcode, "the local, cell and free variables");
+        py::Ref<> second = tuple_item(tables.localsplusnames, arg & 15, opcode, "the local, cell and free variables");
+        return check(PyTuple_Pack(2, first.get(), second.get()));
+      }
       return tuple_item(tables.localsplusnames, arg, opcode, "the local, cell and free variables");
-    case ArgumentKind::kCompare:
-      if (arg < 0 || arg >= static_cast<int>(kCompareOpNames.size())) {
+    case ArgumentKind::kCompare: {
+      int index = table_index(opcode, arg);
+      if (index < 0 || index >= static_cast<int>(kCompareOpNames.size())) {
         throw PythonError::make(PyExc_ValueError, "COMPARE_OP argument " + std::to_string(arg) + " is out of range");
       }
-      return check(PyUnicode_FromString(kCompareOpNames[arg]));
+      return check(PyUnicode_FromString(kCompareOpNames[index]));
+    }
     default:
       return nullptr;
   }
@@ -97,16 +111,24 @@ std::string argument_repr(int opcode, int arg, PyObject* argval, int jump_target
     case ArgumentKind::kName:
     case ArgumentKind::kLocal:
     case ArgumentKind::kCompare: {
+      if (argval && PyTuple_Check(argval) && PyTuple_GET_SIZE(argval) == 2)
+        return str_of(PyTuple_GET_ITEM(argval, 0)) + ", " + str_of(PyTuple_GET_ITEM(argval, 1));
       std::string name = argval ? str_of(argval) : std::string();
-      if (opcode == op::LOAD_GLOBAL && arg > 0 && (arg & 1)) return "NULL + " + name;
+      const int flags = argument_flags(opcode, arg);
+      for (const ArgreprAffix& affix : kArgreprAffixes)
+        if (affix.opcode == opcode && affix.flags == flags) return affix.prefix + name + affix.suffix;
       return name;
     }
     case ArgumentKind::kNumber:
       if (opcode == op::BINARY_OP && arg >= 0 && arg < static_cast<int>(kBinaryOpNames.size())) {
         return kBinaryOpNames[arg];
       }
-      if (opcode == op::FORMAT_VALUE) return format_value_repr(arg);
-      if (opcode == op::MAKE_FUNCTION) return make_function_repr(arg);
+      if (in_family(opcode, Family::kFormatValue)) return format_value_repr(arg);
+      if (in_family(opcode, Family::kCallIntrinsic1) && arg >= 0 && arg < static_cast<int>(kIntrinsic1Names.size()))
+        return kIntrinsic1Names[arg];
+      if (in_family(opcode, Family::kCallIntrinsic2) && arg >= 0 && arg < static_cast<int>(kIntrinsic2Names.size()))
+        return kIntrinsic2Names[arg];
+      if (opcode == op::MAKE_FUNCTION || in_family(opcode, Family::kSetFunctionAttribute)) return make_function_repr(arg);
       return {};
   }
   return {};

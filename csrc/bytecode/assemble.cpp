@@ -11,7 +11,6 @@
 #include "bytecode/opcodes.h"
 #include "bytecode/stack_depth.h"
 #include "python/errors.h"
-#include "python/version.h"
 
 namespace bytegraph::bytecode {
 
@@ -74,11 +73,23 @@ std::string encode_exceptions(const InstructionList& instructions, const Layout&
   return encode_exception_table(entries);
 }
 
+bool same_positions(const Positions& a, const Positions& b) {
+  return a.lineno == b.lineno && a.end_lineno == b.end_lineno && a.col_offset == b.col_offset &&
+         a.end_col_offset == b.end_col_offset;
+}
+
+// One run per instruction, or (where the interpreter's compiler does so) one per stretch of
+// consecutive instructions with equal positions.
 std::string encode_locations(const InstructionList& instructions, const Layout& layout, int first_lineno) {
   std::vector<LocationRun> runs;
   runs.reserve(instructions.size());
   for (std::size_t i = 0; i < instructions.size(); ++i) {
-    runs.push_back({layout.units(instructions, i), instructions[i]->positions});
+    const int units = layout.units(instructions, i);
+    if (kLocationEntriesSpanInstructions && !runs.empty() && same_positions(runs.back().positions, instructions[i]->positions)) {
+      runs.back().units += units;
+    } else {
+      runs.push_back({units, instructions[i]->positions});
+    }
   }
   return encode_location_table(runs, first_lineno);
 }
@@ -112,7 +123,8 @@ py::Ref<> assemble(InstructionList& instructions, PyCodeObject* like, const Code
   py::Ref<> name = field_or(overrides.name, Py_NewRef(like->co_name));
   py::Ref<> qualname = field_or(overrides.qualname, Py_NewRef(like->co_qualname));
 
-#if defined(BYTEGRAPH_PY311)
+  // PyCode_NewWithPosOnlyArgs: the same call on 3.11 to 3.13 (an alias of the PyUnstable_
+  // name since 3.12).
   PyCodeObject* result = PyCode_NewWithPosOnlyArgs(
       overrides.argcount.value_or(like->co_argcount), overrides.posonlyargcount.value_or(like->co_posonlyargcount),
       overrides.kwonlyargcount.value_or(like->co_kwonlyargcount), static_cast<int>(PyTuple_GET_SIZE(varnames.get())),
@@ -120,9 +132,6 @@ py::Ref<> assemble(InstructionList& instructions, PyCodeObject* like, const Code
       tables.freevars().get(), tables.cellvars().get(), filename.get(), name.get(), qualname.get(), first_lineno,
       linetable.get(), exceptiontable.get());
   return check(reinterpret_cast<PyObject*>(result));
-#else
-  throw Unsupported("python_version", "the bytecode assembler supports CPython 3.11 only so far");
-#endif
 }
 
 }  // namespace bytegraph::bytecode

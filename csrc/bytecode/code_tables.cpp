@@ -72,10 +72,27 @@ py::Ref<> CodeTables::consts_tuple() const { return consts_.tuple(); }
 py::Ref<> CodeTables::names_tuple() const { return names_.tuple(); }
 py::Ref<> CodeTables::varnames_tuple() const { return varnames_.tuple(); }
 
+// A name a local instruction uses that is no variable, cell or free variable becomes a new
+// variable. (3.13 loads cells for closures with LOAD_FAST, so cell and free names are not new.)
 void CodeTables::add_missing_locals(const InstructionList& instructions) {
+  auto in_tuple = [](PyObject* tuple, PyObject* name) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i)
+      if (same_name(PyTuple_GET_ITEM(tuple, i), name)) return true;
+    return false;
+  };
+  auto add = [&](PyObject* name) {
+    if (!PyUnicode_Check(name) || varnames_.find_equal_name(name) >= 0) return;
+    if (in_tuple(cellvars_.get(), name) || in_tuple(freevars_.get(), name)) return;
+    varnames_.append(name);
+  };
   for (const auto& instruction : instructions) {
     if (!opcode_info(instruction->opcode).has_local || !instruction->argval) continue;
-    if (varnames_.find_equal_name(instruction->argval.get()) < 0) varnames_.append(instruction->argval.get());
+    PyObject* argval = instruction->argval.get();
+    if (PyTuple_Check(argval)) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argval); ++i) add(PyTuple_GET_ITEM(argval, i));
+    } else {
+      add(argval);
+    }
   }
 }
 
@@ -101,7 +118,26 @@ int CodeTables::const_index(const Instruction& instruction, int index) {
 }
 
 int CodeTables::name_index(Table& table, const Instruction& instruction, int index, bool may_append) {
-  PyObject* name = instruction.argval.get();
+  return name_index(table, instruction, instruction.argval.get(), index, may_append);
+}
+
+// 3.13's paired local instructions: two indices of at most 4 bits each.
+int CodeTables::packed_local_index(const Instruction& instruction) {
+  PyObject* names = instruction.argval.get();
+  if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != 2) {
+    throw PythonError::make(PyExc_TypeError, opname(instruction) + " needs a tuple of two names as argval");
+  }
+  int old_first = instruction.arg >= 0 ? instruction.arg >> 4 : -1;
+  int old_second = instruction.arg >= 0 ? instruction.arg & 15 : -1;
+  int first = name_index(localsplus_, instruction, PyTuple_GET_ITEM(names, 0), old_first, false);
+  int second = name_index(localsplus_, instruction, PyTuple_GET_ITEM(names, 1), old_second, false);
+  if (first > 15 || second > 15) {
+    throw PythonError::make(PyExc_ValueError, opname(instruction) + " refers to a local past the 16th slot");
+  }
+  return (first << 4) | second;
+}
+
+int CodeTables::name_index(Table& table, const Instruction& instruction, PyObject* name, int index, bool may_append) {
   if (!PyUnicode_Check(name)) {
     throw PythonError::make(PyExc_TypeError, opname(instruction) + " needs a str argval");
   }
@@ -141,6 +177,10 @@ void CodeTables::resolve_arguments(InstructionList& instructions) {
         index = name_index(names_, instruction, index, true);
         break;
       case ArgumentKind::kLocal:
+        if (opcode_info(instruction.opcode).packed_locals) {
+          instruction.arg = packed_local_index(instruction);
+          continue;
+        }
         index = name_index(localsplus_, instruction, index, false);
         break;
       case ArgumentKind::kCompare:

@@ -51,6 +51,8 @@ class CodeTables {
 
   int const_index(const Instruction& instruction, int index);
   int name_index(Table& table, const Instruction& instruction, int index, bool may_append);
+  int name_index(Table& table, const Instruction& instruction, PyObject* name, int index, bool may_append);
+  int packed_local_index(const Instruction& instruction);
   void add_missing_locals(const InstructionList& instructions);
   void build_localsplus();
 

@@ -61,6 +61,7 @@ InstructionList split_instructions(std::string_view code, UnitMap& map) {
     instruction->opcode = opcode;
     instruction->arg = info.has_arg ? static_cast<int>(extended | byte_arg) : -1;
     instruction->offset = 2 * unit;
+    instruction->decoded_prefixes = unit - first_unit;
     int end = unit + 1 + info.cache_entries;
     if (end > units) throw_malformed(std::string(info.name) + " at offset " + std::to_string(2 * unit) + " is cut off");
     for (int u = first_unit; u <= unit; ++u) map.instruction_at[u] = index;

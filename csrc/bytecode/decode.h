@@ -27,7 +27,7 @@ struct DecodedCode {
 
 DecodedCode decode(PyCodeObject* code /* borrowed */);
 
-// LOAD_GLOBAL's low argument bit: push NULL before the global (the call protocol of 3.11).
+// LOAD_GLOBAL's low argument bit: push the call protocol's NULL with the global.
 bool load_global_pushes_null(const Instruction& instruction);
 
 }  // namespace bytegraph::bytecode

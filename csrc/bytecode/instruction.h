@@ -47,6 +47,10 @@ struct Instruction {
   Positions positions;
   std::optional<int> starts_line;  // set on the first instruction of a source line
   bool is_jump_target = false;
+  // EXTENDED_ARG prefixes the instruction had where it was decoded from. A jump keeps that
+  // many when they still fit: a backward jump 255 units back is also consistent with one
+  // prefix (256 then), and 3.13's assembler can settle on that larger fixed point.
+  int decoded_prefixes = 0;
 };
 
 using InstructionList = std::vector<std::unique_ptr<Instruction>>;

@@ -48,6 +48,7 @@ Layout lay_out(InstructionList& instructions, const InstructionIndex& index) {
   for (std::size_t i = 0; i < n; ++i) {
     Instruction& instruction = *instructions[i];
     if (opcode_info(instruction.opcode).is_jump) {
+      layout.prefixes[i] = instruction.decoded_prefixes;
       targets[i] = index.find(instruction.target);
       if (targets[i] < 0) {
         throw PythonError::make(PyExc_ValueError, std::string("the target of ") + opcode_info(instruction.opcode).name +
@@ -65,7 +66,11 @@ Layout lay_out(InstructionList& instructions, const InstructionIndex& index) {
       if (targets[i] < 0) continue;
       Instruction& instruction = *instructions[i];
       int end = layout.start[i] + layout.units(instructions, i);
+      const int caches = opcode_info(instruction.opcode).cache_entries;
       instruction.arg = aim_jump(instruction, end, layout.start[targets[i]]);
+      // A flipped jump may have another size (3.13's JUMP_BACKWARD has a cache entry and
+      // JUMP_FORWARD none): place everything again.
+      if (opcode_info(instruction.opcode).cache_entries != caches) grew = true;
       int needed = extended_arg_count(instruction.arg);
       if (needed > layout.prefixes[i]) {
         layout.prefixes[i] = needed;

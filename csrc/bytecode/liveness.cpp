@@ -1,6 +1,7 @@
 #include "bytecode/liveness.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 #include "bytecode/instruction_index.h"
@@ -27,12 +28,31 @@ class LocalNumbers {
   std::vector<std::string> names_;
 };
 
-bool reads_local(int opcode) {
-  return opcode == op::LOAD_FAST || opcode == op::LOAD_CLOSURE ||
-         opcode == op::LOAD_DEREF || opcode == op::LOAD_CLASSDEREF || opcode == op::MAKE_CELL;
-}
+// How an instruction touches a local slot, in execution order: MAKE_CELL and the loads
+// read it (a cell made from an argument keeps its value), stores and deletes of fast locals
+// write it (a store into a cell keeps the cell), and 3.13's paired instructions touch two
+// (STORE_FAST_LOAD_FAST stores, then loads).
+struct Access {
+  PyObject* name;  // borrowed from the instruction's argval
+  bool reads;
+};
 
-bool writes_local(int opcode) { return opcode == op::STORE_FAST || opcode == op::DELETE_FAST; }
+std::vector<Access> local_accesses(const Instruction& inst) {
+  const OpcodeInfo& info = opcode_info(inst.opcode);
+  if (!(info.has_local || info.has_free) || !inst.argval) return {};
+  std::string_view name = info.name;
+  bool store_first = name.rfind("STORE_", 0) == 0 || name.rfind("DELETE_", 0) == 0;
+  bool reads = !store_first;  // LOAD_*, MAKE_CELL
+  if (store_first && !info.has_local) return {};
+  PyObject* argval = inst.argval.get();
+  if (info.packed_locals && PyTuple_Check(argval) && PyTuple_GET_SIZE(argval) == 2) {
+    // The second half reads unless the name says it stores too (STORE_FAST_STORE_FAST).
+    bool second_reads = name.find("_LOAD_") != std::string_view::npos || name.rfind("LOAD_", 0) == 0;
+    return {{PyTuple_GET_ITEM(argval, 0), reads}, {PyTuple_GET_ITEM(argval, 1), second_reads}};
+  }
+  if (!PyUnicode_Check(argval)) return {};
+  return {{argval, reads}};
+}
 
 }  // namespace
 
@@ -41,12 +61,11 @@ std::vector<std::string> live_locals_at(const InstructionList& instructions, std
   if (index >= n) return {};
   InstructionIndex positions(instructions);
   LocalNumbers numbers;
-  std::vector<int> use(n, -1), def(n, -1);
+  // Each instruction's accesses as (local number, reads), in execution order.
+  std::vector<std::vector<std::pair<int, bool>>> accesses(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const Instruction& inst = *instructions[i];
-    if (!inst.argval || !PyUnicode_Check(inst.argval.get())) continue;
-    if (reads_local(inst.opcode)) use[i] = numbers.of(inst.argval.get());
-    else if (writes_local(inst.opcode)) def[i] = numbers.of(inst.argval.get());
+    for (const Access& access : local_accesses(*instructions[i]))
+      accesses[i].emplace_back(numbers.of(access.name), access.reads);
   }
   const std::size_t width = numbers.size();
   std::vector<std::vector<bool>> live_in(n, std::vector<bool>(width, false));
@@ -73,8 +92,8 @@ std::vector<std::string> live_locals_at(const InstructionList& instructions, std
       std::vector<bool> out(width, false);
       for (int s : successors[k])
         for (std::size_t v = 0; v < width; ++v) out[v] = out[v] || live_in[s][v];
-      if (def[k] >= 0) out[def[k]] = false;
-      if (use[k] >= 0) out[use[k]] = true;
+      // Backwards through the instruction's own accesses: a write kills, a read makes live.
+      for (auto it = accesses[k].rbegin(); it != accesses[k].rend(); ++it) out[it->first] = it->second;
       if (out != live_in[k]) {
         live_in[k] = std::move(out);
         changed = true;

@@ -1,4 +1,4 @@
-// CPython 3.11's location table (`co_linetable`, Objects/locations.md).
+// CPython's location table (3.11 to 3.13) (`co_linetable`, Objects/locations.md).
 //
 // Each entry covers 1..8 code units: a first byte `1 | code(4) | length-1(3)`, then
 // code-specific data relative to the line of the previous entry that set one (starting at
@@ -7,8 +7,11 @@
 //
 // The 3.11 assembler writes one entry per instruction (its EXTENDED_ARG prefixes and CACHE
 // units included), splitting instructions longer than 8 units, and never merges runs of
-// equal locations (Python/compile.c, assemble_emit_location); encode_location_table does
-// the same so that a decoded code object re-assembles byte for byte.
+// equal locations (Python/compile.c, assemble_emit_location); 3.12 and 3.13 merge
+// consecutive instructions with equal locations into one run first (Python/assemble.c,
+// assemble_location_info). The assembler builds the runs the way this interpreter's compiler
+// does (kLocationEntriesSpanInstructions, generated) and encode_location_table splits them
+// the same way, so that a decoded code object re-assembles byte for byte.
 #pragma once
 
 #include <string>

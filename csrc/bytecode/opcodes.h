@@ -19,6 +19,24 @@ inline bool is_known_opcode(int opcode) {
   return opcode >= 0 && opcode < 256 && kOpcodeInfo[opcode].known;
 }
 
+// Whether `opcode` belongs to `family` (instructions that mean the same across versions).
+inline bool in_family(int opcode, Family family) { return opcode_info(opcode).family == family; }
+
+// The opcode of `family` on this interpreter, or -1 where the family is empty here. For the
+// families that emit one instruction (e.g. Family::kCallPrepare).
+inline int family_opcode(Family family) {
+  for (int opcode = 0; opcode < 256; ++opcode)
+    if (kOpcodeInfo[opcode].known && kOpcodeInfo[opcode].family == family) return opcode;
+  return -1;
+}
+
+// Whether `opcode` is a conditional jump that pops its condition (any direction).
+inline bool is_pop_jump_if(int opcode) {
+  Family family = opcode_info(opcode).family;
+  return family == Family::kPopJumpIfTrue || family == Family::kPopJumpIfFalse ||
+         family == Family::kPopJumpIfNone || family == Family::kPopJumpIfNotNone;
+}
+
 // Whether `opcode` can start an instruction: a known opcode other than CACHE. (co_code
 // shows opcodes unknown to the interpreter as CACHE: they are de-quickened to 0.)
 inline bool is_instruction_opcode(int opcode) { return is_known_opcode(opcode) && opcode != op::CACHE; }

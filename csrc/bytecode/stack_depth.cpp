@@ -86,10 +86,10 @@ class DepthWalker {
     }
     std::optional<int> value = stack_effect(instruction.opcode, std::max(instruction.arg, 0), jump);
     if (!value) throw PythonError::make(PyExc_ValueError, describe(instructions_, i) + " has no known stack effect");
-    // dis gives RETURN_GENERATOR 0 because CPython sizes the stack before it inserts the
+    // dis gives RETURN_GENERATOR 0 (before 3.13) because CPython sizes the stack before it inserts the
     // generator prefix; when the generator resumes, the sent value is on the stack (the
     // prefix's POP_TOP drops it), so the prefix needs one slot like any other push.
-    if (instruction.opcode == op::RETURN_GENERATOR) return *value + 1;
+    if (instruction.opcode == op::RETURN_GENERATOR) return std::max(*value, 1);
     return *value;
   }
 

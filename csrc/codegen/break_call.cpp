@@ -1,7 +1,8 @@
 #include "codegen/break_call.h"
 
 #include "bytecode/assemble.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/decode.h"
+#include "bytecode/opcodes.h"
 #include "codegen/break_site.h"
 #include "codegen/code_builder.h"
 #include "codegen/graph_call.h"
@@ -29,8 +30,9 @@ bool uses_graph_outputs(const BreakCall& call) {
 }
 
 void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(call.set_grad_enabled.get());
+  builder.after_callable();
   builder.load_const(call.grad_enabled_outside.get());
   builder.call(1);
   builder.emit(op::POP_TOP);
@@ -58,21 +60,22 @@ void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* co
 }
 
 // resume(*locals, *stack) with a function made here, so it gets this frame's globals and,
-// through LOAD_CLOSURE, this frame's cells: its free variables are this frame's free
+// through the cells it loads, this frame's cells: its free variables are this frame's free
 // variables and cell variables, by name.
 void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
   const std::size_t depth = resume.stack_nulls.size();
   // The stack is parked in temporaries (STORE_FAST also takes a NULL) so the function and
   // the call protocol's NULL can go below the arguments.
   for (std::size_t i = depth; i-- > 0;) builder.store_fast(resume.stack_nulls[i] ? "___null" : temporary_name(i));
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   py::Ref<> freevars = check(PyCode_GetFreevars(reinterpret_cast<PyCodeObject*>(resume.code.get())));
   const Py_ssize_t nfree = PyTuple_GET_SIZE(freevars.get());
   for (Py_ssize_t i = 0; i < nfree; ++i)
-    builder.emit(op::LOAD_CLOSURE, -1, py::Ref<>::newref(PyTuple_GET_ITEM(freevars.get(), i)));
+    builder.load_cell(PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars.get(), i)));
   if (nfree > 0) builder.build(op::BUILD_TUPLE, static_cast<int>(nfree));
   builder.load_const(resume.code.get());
-  builder.emit(op::MAKE_FUNCTION, nfree > 0 ? kMakeFunctionClosure : 0);
+  builder.make_function(nfree > 0 ? kMakeFunctionClosure : 0);
+  builder.after_callable();
   int nargs = 0;
   for (const std::string& name : resume.locals) {
     builder.load_fast(name);
@@ -110,12 +113,24 @@ py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionLis
   bytecode::Instruction* branch = nullptr;
   switch (site.kind) {
     case BreakSite::Kind::Call:
-      if (call.kw_names && call.kw_names.get() != Py_None) builder.emit(op::KW_NAMES, -1, call.kw_names.copy());
-      builder.call(inst.arg);
+      if (bytecode::in_family(inst.opcode, bytecode::Family::kCallKw)) {
+        builder.emit(inst.opcode, inst.arg);  // the keyword names are on the restored stack
+      } else if (call.kw_names && call.kw_names.get() != Py_None) {
+        builder.call_with_keywords(inst.arg, call.kw_names.get());
+      } else {
+        builder.call(inst.arg);
+      }
       break;
-    case BreakSite::Kind::Branch:
+    case BreakSite::Kind::Branch: {
+      // Where conditional jumps take exact bools (3.13: the compiler puts TO_BOOL before
+      // them, and the tracer lets a tensor through it to break here), convert first.
+      static const int to_bool = bytecode::family_opcode(bytecode::Family::kToBool);
+      const bytecode::Family family = bytecode::opcode_info(inst.opcode).family;
+      if (to_bool >= 0 && (family == bytecode::Family::kPopJumpIfTrue || family == bytecode::Family::kPopJumpIfFalse))
+        builder.emit(to_bool);
       branch = &builder.emit(inst.opcode, 0);
       break;
+    }
     case BreakSite::Kind::Simple:
     case BreakSite::Kind::Terminal:
       builder.emit(inst.opcode, inst.arg, inst.argval.copy());

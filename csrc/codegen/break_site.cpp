@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "bytecode/arguments.h"
 #include "bytecode/opcodes.h"
 
 namespace bytegraph::codegen {
@@ -10,28 +11,36 @@ namespace op = bytecode::op;
 
 namespace {
 
-bool is_pop_jump(int opcode) {
-  switch (opcode) {
-    case op::POP_JUMP_FORWARD_IF_FALSE:
-    case op::POP_JUMP_FORWARD_IF_TRUE:
-    case op::POP_JUMP_FORWARD_IF_NONE:
-    case op::POP_JUMP_FORWARD_IF_NOT_NONE:
-    case op::POP_JUMP_BACKWARD_IF_FALSE:
-    case op::POP_JUMP_BACKWARD_IF_TRUE:
-    case op::POP_JUMP_BACKWARD_IF_NONE:
-    case op::POP_JUMP_BACKWARD_IF_NOT_NONE:
-    case op::JUMP_IF_FALSE_OR_POP:
-    case op::JUMP_IF_TRUE_OR_POP:
-      return true;
-    default:
-      return false;
-  }
+using bytecode::Family;
+
+bool is_branch(int opcode) {
+  Family family = bytecode::opcode_info(opcode).family;
+  return bytecode::is_pop_jump_if(opcode) || family == Family::kJumpIfTrueOrPop || family == Family::kJumpIfFalseOrPop;
 }
 
 // How many values a non-jumping instruction leaves on top of what it did not consume; empty
 // for instructions generated code does not run on its own (they may push NULL, move values
 // around, or belong to exception handling and generators).
 std::optional<int> values_pushed(const bytecode::Instruction& inst) {
+  switch (bytecode::opcode_info(inst.opcode).family) {
+    case Family::kPrintExpr:
+    case Family::kStoreSlice:
+      return 0;
+    case Family::kLoadClassDeref:
+    case Family::kFormatValue:
+    case Family::kFormatSimple:
+    case Family::kFormatWithSpec:
+    case Family::kConvertValue:
+    case Family::kListToTuple:
+    case Family::kUnaryPositive:
+    case Family::kBinarySlice:
+    case Family::kToBool:
+    case Family::kCallIntrinsic1:
+    case Family::kCallIntrinsic2:
+      return 1;
+    default:
+      break;
+  }
   switch (inst.opcode) {
     case op::STORE_ATTR:
     case op::STORE_GLOBAL:
@@ -44,7 +53,6 @@ std::optional<int> values_pushed(const bytecode::Instruction& inst) {
     case op::DELETE_SUBSCR:
     case op::DELETE_NAME:
     case op::POP_TOP:
-    case op::PRINT_EXPR:
     case op::LIST_APPEND:
     case op::LIST_EXTEND:
     case op::SET_ADD:
@@ -59,18 +67,14 @@ std::optional<int> values_pushed(const bytecode::Instruction& inst) {
     case op::IS_OP:
     case op::CONTAINS_OP:
     case op::UNARY_NEGATIVE:
-    case op::UNARY_POSITIVE:
     case op::UNARY_NOT:
     case op::UNARY_INVERT:
     case op::GET_ITER:
     case op::GET_LEN:
-    case op::LOAD_ATTR:
     case op::LOAD_NAME:
     case op::LOAD_DEREF:
-    case op::LOAD_CLASSDEREF:
     case op::IMPORT_NAME:
     case op::IMPORT_FROM:
-    case op::FORMAT_VALUE:
     case op::BUILD_STRING:
     case op::BUILD_TUPLE:
     case op::BUILD_LIST:
@@ -78,12 +82,13 @@ std::optional<int> values_pushed(const bytecode::Instruction& inst) {
     case op::BUILD_MAP:
     case op::BUILD_CONST_KEY_MAP:
     case op::BUILD_SLICE:
-    case op::LIST_TO_TUPLE:
     case op::CALL_FUNCTION_EX:
     case op::COPY:
       return 1;
+    case op::LOAD_ATTR:
     case op::LOAD_GLOBAL:
-      if (inst.arg & 1) return std::nullopt;  // pushes NULL too
+      // The flag bit asks for a NULL (LOAD_GLOBAL) or a method pair (LOAD_ATTR, 3.12+) too.
+      if (bytecode::argument_flags(inst.opcode, inst.arg) != 0) return std::nullopt;
       return 1;
     case op::BEFORE_WITH:
       return 2;
@@ -117,14 +122,16 @@ BreakSite find_break_site(const bytecode::InstructionList& instructions, int off
     return site;
   }
   const int next_offset = index + 1 < instructions.size() ? instructions[index + 1]->offset : -1;
-  if (inst.opcode == op::CALL) {
+  const Family family = bytecode::opcode_info(inst.opcode).family;
+  if (inst.opcode == op::CALL || family == Family::kCallKw) {
+    // The callable and its NULL-or-self, the arguments, and CALL_KW's keyword names.
     site.kind = BreakSite::Kind::Call;
-    site.continuations.push_back({next_offset, inst.arg + 2, 1});
-  } else if (is_pop_jump(inst.opcode)) {
+    site.continuations.push_back({next_offset, inst.arg + 2 + (family == Family::kCallKw ? 1 : 0), 1});
+  } else if (is_branch(inst.opcode)) {
     site.kind = BreakSite::Kind::Branch;
     site.continuations.push_back({next_offset, -effect(inst, false), 0});
     site.continuations.push_back({inst.target ? inst.target->offset : -1, -effect(inst, true), 0});
-  } else if (inst.opcode == op::RETURN_VALUE || inst.opcode == op::RAISE_VARARGS) {
+  } else if (inst.opcode == op::RETURN_VALUE || inst.opcode == op::RAISE_VARARGS || family == Family::kReturnConst) {
     site.kind = BreakSite::Kind::Terminal;
   } else if (std::optional<int> pushed = values_pushed(inst)) {
     site.kind = BreakSite::Kind::Simple;

@@ -1,6 +1,6 @@
 #include "codegen/code_builder.h"
 
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "python/errors.h"
 
 namespace bytegraph::codegen {
@@ -44,10 +44,53 @@ void CodeBuilder::subscript_const(PyObject* key) {
   emit(op::BINARY_SUBSCR);
 }
 
+void CodeBuilder::before_callable() {
+  if (!bytecode::kCallNullAfterCallable) emit(op::PUSH_NULL);
+}
+
+void CodeBuilder::after_callable() {
+  if (bytecode::kCallNullAfterCallable) emit(op::PUSH_NULL);
+}
+
 void CodeBuilder::call(int nargs) {
-  emit(op::PRECALL, nargs);
+  static const int prepare = bytecode::family_opcode(bytecode::Family::kCallPrepare);
+  if (prepare >= 0) emit(prepare, nargs);
   emit(op::CALL, nargs);
 }
+
+// Keyword names are an instruction of their own before the call (KW_NAMES), or a constant
+// on the stack that CALL_KW pops.
+void CodeBuilder::call_with_keywords(int nargs, PyObject* kw_names) {
+  static const int kw_names_op = bytecode::family_opcode(bytecode::Family::kKwNames);
+  static const int call_kw = bytecode::family_opcode(bytecode::Family::kCallKw);
+  if (kw_names_op >= 0) {
+    emit(kw_names_op, -1, py::Ref<>::newref(kw_names));
+    call(nargs);
+  } else if (call_kw >= 0) {
+    load_const(kw_names);
+    emit(call_kw, nargs);
+  } else {
+    throw InternalError("this interpreter has neither KW_NAMES nor CALL_KW");
+  }
+}
+
+// MAKE_FUNCTION takes the flags as its argument, or (3.13+) makes a bare function that
+// SET_FUNCTION_ATTRIBUTE completes one extra at a time, the topmost (highest flag) first.
+void CodeBuilder::make_function(int flags) {
+  if (bytecode::opcode_info(op::MAKE_FUNCTION).has_arg) {
+    emit(op::MAKE_FUNCTION, flags);
+    return;
+  }
+  static const int set_attribute = bytecode::family_opcode(bytecode::Family::kSetFunctionAttribute);
+  emit(op::MAKE_FUNCTION);
+  for (int flag = 0x08; flag > 0; flag >>= 1) {
+    if (!(flags & flag)) continue;
+    if (set_attribute < 0) throw InternalError("MAKE_FUNCTION without flags and no SET_FUNCTION_ATTRIBUTE");
+    emit(set_attribute, flag);
+  }
+}
+
+void CodeBuilder::load_cell(const std::string& name) { emit(bytecode::kLoadCellOpcode, -1, interned(name)); }
 
 void CodeBuilder::build(int opcode, int count) { emit(opcode, count); }
 void CodeBuilder::return_value() { emit(op::RETURN_VALUE); }

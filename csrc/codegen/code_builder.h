@@ -1,5 +1,7 @@
 // Emits instruction sequences for generated code, by opcode family rather than by raw
-// opcode, so call sites read like the bytecode they produce (3.11 call protocol included).
+// opcode, so call sites read like the bytecode they produce. The version's call protocol
+// (where the NULL goes, PRECALL, keyword names), how MAKE_FUNCTION gets its extras and how
+// a cell is loaded come from the generated tables, never from version checks here.
 #pragma once
 
 #include <string>
@@ -24,8 +26,20 @@ class CodeBuilder {
   void store_subscr();                         // [value, container, key] -> []
   void pop_top();
   void subscript_const(PyObject* key /* borrowed */);
-  // [NULL, callable, args...] -> result
+  // A call is emitted as: before_callable(); <load the callable>; after_callable();
+  // <load the arguments>; call(nargs). The call protocol's NULL goes below the callable
+  // (3.11, 3.12) or above it (3.13+); the other of the two emits nothing.
+  void before_callable();
+  void after_callable();
+  // [callable and NULL, args...] -> result
   void call(int nargs);
+  // The same with the last len(kw_names) arguments passed by keyword.
+  void call_with_keywords(int nargs, PyObject* kw_names /* borrowed tuple of str */);
+  // [extras by MAKE_FUNCTION's flags (defaults, kwdefaults, annotations, closure), code]
+  // -> function.
+  void make_function(int flags);
+  // Pushes the cell object of cell or free variable `name` (for a closure tuple).
+  void load_cell(const std::string& name);
   void build(int opcode, int count);
   void return_value();
 

@@ -1,4 +1,4 @@
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "codegen/output_plan.h"
 #include "codegen/source_loader.h"
 #include "python/errors.h"
@@ -52,8 +52,9 @@ bool OutputPlan::uses_graph_outputs() const {
 }
 
 void emit_enter_context(CodeBuilder& builder, PyObject* cls) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(cls);
+  builder.after_callable();
   builder.call(0);
   builder.emit(op::BEFORE_WITH);
   builder.emit(op::POP_TOP);  // what __enter__ returned
@@ -80,8 +81,9 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(plan.kind == Kind::Tuple ? op::BUILD_TUPLE : op::BUILD_LIST, static_cast<int>(plan.items.size()));
       return;
     case Kind::NamedTuple:
-      builder.emit(op::PUSH_NULL);
+      builder.before_callable();
       builder.load_const(plan.constant.get());
+      builder.after_callable();
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.call(1);
@@ -104,14 +106,15 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
     case Kind::MakeFunction:
       // MAKE_FUNCTION pops, top first: code, closure, kwdefaults, defaults.
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-      for (const std::string& name : plan.names) builder.emit(op::LOAD_CLOSURE, -1, interned(name));
+      for (const std::string& name : plan.names) builder.load_cell(name);
       if (!plan.names.empty()) builder.build(op::BUILD_TUPLE, static_cast<int>(plan.names.size()));
       builder.load_const(plan.constant.get());
-      builder.emit(op::MAKE_FUNCTION, plan.index);
+      builder.make_function(plan.index);
       return;
     case Kind::BoundMethod:
-      builder.emit(op::PUSH_NULL);
+      builder.before_callable();
       builder.load_const(plan.constant.get());
+      builder.after_callable();
       emit_plan(builder, plan.items.at(0), code);
       emit_plan(builder, plan.items.at(1), code);
       builder.call(2);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "bytecode/liveness.h"
+#include "bytecode/loops.h"
 #include "bytegraph/opcodes_generated.h"
 #include "codegen/resume_cache.h"
 #include "python/errors.h"
@@ -59,13 +60,11 @@ std::optional<std::vector<size_t>> open_grad_mode_blocks(const InstructionList& 
   return exits;
 }
 
-// A jump back over `offset`: the instruction is inside a loop.
+// A jump back over `offset` in the normal control flow (not an exception handler's jump back
+// to the code after a `with` block, as 3.12+ compiles them): the instruction is in a loop.
 bool inside_loop(const InstructionList& instructions, int offset) {
-  for (const auto& inst : instructions) {
-    const Instruction* target = inst->target;
-    if (target != nullptr && target->offset <= inst->offset && target->offset <= offset && offset <= inst->offset)
-      return true;
-  }
+  for (std::size_t i = 0; i < instructions.size(); ++i)
+    if (instructions[i]->offset == offset) return bytecode::inside_loop(instructions, i);
   return false;
 }
 

@@ -2,7 +2,7 @@
 
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "codegen/code_builder.h"
 #include "codegen/prefix.h"
 #include "codegen/source_loader.h"
@@ -14,8 +14,9 @@ namespace op = bytecode::op;
 
 void emit_graph_call(CodeBuilder& builder, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn,
                      bool keep_outputs, PyCodeObject* original) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(compiled_fn);
+  builder.after_callable();
   for (const guards::SourcePtr& input : inputs) emit_load_source(builder, *input, original);
   builder.call(static_cast<int>(inputs.size()));
   if (keep_outputs) {

@@ -1,7 +1,7 @@
 #include "codegen/prefix.h"
 
 #include "bytecode/decode.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 
 namespace bytegraph::codegen {
 

@@ -4,7 +4,7 @@
 
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "codegen/code_builder.h"
 #include "codegen/output_plan.h"
 #include "python/errors.h"

@@ -1,11 +1,9 @@
 #include "codegen/side_effects.h"
 
-#include "bytegraph/opcodes_generated.h"
 #include "python/errors.h"
 
 namespace bytegraph::codegen {
 
-namespace op = bytecode::op;
 
 namespace {
 
@@ -25,8 +23,9 @@ PyObject* builtin_attr(PyObject* type, const char* name) {
 // callable(*loaded) with its result dropped; `load` pushes the arguments.
 template <class Load>
 void call_and_drop(CodeBuilder& builder, PyObject* callable, int nargs, Load load) {
-  builder.emit(op::PUSH_NULL);
+  builder.before_callable();
   builder.load_const(callable);
+  builder.after_callable();
   load();
   builder.call(nargs);
   builder.pop_top();

@@ -1,6 +1,6 @@
 #include "codegen/source_loader.h"
 
-#include "bytegraph/opcodes_generated.h"
+#include "bytecode/opcodes.h"
 #include "python/errors.h"
 
 namespace bytegraph::codegen {
@@ -50,8 +50,9 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
       builder.load_const(source.key.get());
       return;
     case Kind::Type:
-      builder.emit(bytecode::op::PUSH_NULL);
+      builder.before_callable();
       builder.load_const(reinterpret_cast<PyObject*>(&PyType_Type));
+      builder.after_callable();
       emit_load_source(builder, *source.base, code);
       builder.call(1);
       return;

@@ -132,7 +132,7 @@ PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int th
     return evaluate_default(tstate, frame, throw_flag);
   }
   PyCodeObject* code = py::shim::frame_code(frame);
-  if (!is_replaceable_code(code)) return evaluate_default(tstate, frame, throw_flag);
+  if (code == nullptr || !is_replaceable_code(code)) return evaluate_default(tstate, frame, throw_flag);
   if (CodeCache* cache = CodeCache::find(code)) {
     if (cache->skipped() || cache->is_own_code()) return evaluate_default(tstate, frame, throw_flag);
   }

@@ -132,19 +132,47 @@ void unpack_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   for (size_t i = before; i-- > 0;) frame.push((*items)[i]);
 }
 
+// f-strings: a conversion (str, repr, ascii) then format() with an optional spec, in one
+// instruction (FORMAT_VALUE) or, on 3.13, in CONVERT_VALUE and FORMAT_SIMPLE/FORMAT_WITH_SPEC.
+py::Ref<> format_operand(const ValuePtr& value) {
+  if (!value->is_constant()) unsupported("unsupported_format", "formatting " + value->repr());
+  return py::Ref<>::newref(value->constant());
+}
+
+py::Ref<> converted(py::Ref<> object, int conversion) {
+  switch (conversion) {
+    case 1: return check(PyObject_Str(object.get()));
+    case 2: return check(PyObject_Repr(object.get()));
+    case 3: return check(PyObject_ASCII(object.get()));
+    default: return object;
+  }
+}
+
+void push_formatted(FrameState& frame, const py::Ref<>& object, const ValuePtr& spec) {
+  py::Ref<> spec_object = spec ? format_operand(spec) : py::Ref<>();
+  frame.push(ConstantValue::make(check(PyObject_Format(object.get(), spec_object.get()))));
+}
+
 void format_value(Tracer&, FrameState& frame, const Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? frame.pop() : nullptr;
   ValuePtr value = frame.pop();
-  if (!value->is_constant() || (spec && !spec->is_constant()))
-    unsupported("unsupported_format", "formatting " + value->repr());
-  py::Ref<> object = py::Ref<>::newref(value->constant());
-  switch (inst.arg & 0x03) {
-    case 1: object = check(PyObject_Str(object.get())); break;
-    case 2: object = check(PyObject_Repr(object.get())); break;
-    case 3: object = check(PyObject_ASCII(object.get())); break;
-    default: break;
-  }
-  frame.push(ConstantValue::make(check(PyObject_Format(object.get(), spec ? spec->constant() : nullptr))));
+  push_formatted(frame, converted(format_operand(value), inst.arg & 0x03), spec);
+}
+
+void convert_value(Tracer&, FrameState& frame, const Instruction& inst) {
+  ValuePtr value = frame.pop();
+  frame.push(ConstantValue::make(converted(format_operand(value), inst.arg)));
+}
+
+void format_simple(Tracer&, FrameState& frame, const Instruction&) {
+  ValuePtr value = frame.pop();
+  push_formatted(frame, format_operand(value), nullptr);
+}
+
+void format_with_spec(Tracer&, FrameState& frame, const Instruction&) {
+  ValuePtr spec = frame.pop();
+  ValuePtr value = frame.pop();
+  push_formatted(frame, format_operand(value), spec);
 }
 
 void build_string(Tracer&, FrameState& frame, const Instruction& inst) {
@@ -160,22 +188,25 @@ void build_string(Tracer&, FrameState& frame, const Instruction& inst) {
 }  // namespace
 
 void register_container_handlers(HandlerTable& table) {
-  table.add("BUILD_TUPLE", build_tuple);
-  table.add("BUILD_LIST", build_list);
-  table.add("BUILD_MAP", build_map);
-  table.add("BUILD_CONST_KEY_MAP", build_const_key_map);
-  table.add("BUILD_SLICE", build_slice);
-  table.add("LIST_APPEND", list_append);
-  table.add("LIST_EXTEND", list_extend);
-  table.add("LIST_TO_TUPLE", list_to_tuple);
-  table.add("CALL_INTRINSIC_1", call_intrinsic_1);
-  table.add("MAP_ADD", map_add);
-  table.add("DICT_UPDATE", dict_update);
-  table.add("DICT_MERGE", dict_update);
-  table.add("UNPACK_SEQUENCE", unpack_sequence);
-  table.add("UNPACK_EX", unpack_ex);
-  table.add("FORMAT_VALUE", format_value);
-  table.add("BUILD_STRING", build_string);
+  table.add(op::BUILD_TUPLE, build_tuple);
+  table.add(op::BUILD_LIST, build_list);
+  table.add(op::BUILD_MAP, build_map);
+  table.add(op::BUILD_CONST_KEY_MAP, build_const_key_map);
+  table.add(op::BUILD_SLICE, build_slice);
+  table.add(op::LIST_APPEND, list_append);
+  table.add(op::LIST_EXTEND, list_extend);
+  table.add(Family::kListToTuple, list_to_tuple);
+  table.add(Family::kCallIntrinsic1, call_intrinsic_1);
+  table.add(op::MAP_ADD, map_add);
+  table.add(op::DICT_UPDATE, dict_update);
+  table.add(op::DICT_MERGE, dict_update);
+  table.add(op::UNPACK_SEQUENCE, unpack_sequence);
+  table.add(op::UNPACK_EX, unpack_ex);
+  table.add(Family::kFormatValue, format_value);
+  table.add(Family::kConvertValue, convert_value);
+  table.add(Family::kFormatSimple, format_simple);
+  table.add(Family::kFormatWithSpec, format_with_spec);
+  table.add(op::BUILD_STRING, build_string);
 }
 
 }  // namespace bytegraph::trace

@@ -60,16 +60,21 @@ void for_iter(Tracer& tracer, FrameState& frame, const Instruction& inst) {
     frame.push(std::move(item));
     return;
   }
+  // Exhausted: reach the target with the stack the compiler's model has there (dis's
+  // stack effect of the taken jump): the iterator gone (3.11), or the iterator and a value
+  // still there for END_FOR (and 3.13's POP_TOP after it) to pop. The interpreter skips
+  // those instructions instead; the stack after them is the same.
+  const size_t before = frame.stack.size();
+  const int effect = bytecode::stack_effect(inst.opcode, inst.arg, true).value_or(-1);
   frame.pop();
+  while (static_cast<long>(frame.stack.size()) < static_cast<long>(before) + effect) frame.push(ConstantValue::none());
   frame.jump_to(inst.target);
-#if PY_VERSION_HEX >= 0x030C0000
-  ++frame.pc;  // 3.12: an exhausted FOR_ITER skips the END_FOR it targets
-#endif
 }
 
-void end_for(Tracer&, FrameState& frame, const Instruction&) {
-  frame.pop();
-  frame.pop();
+// END_FOR pops what its stack effect says (the iterator and a value on 3.12, one value on 3.13).
+void end_for(Tracer&, FrameState& frame, const Instruction& inst) {
+  const int effect = bytecode::stack_effect(inst.opcode, 0, false).value_or(0);
+  for (int i = 0; i < -effect; ++i) frame.pop();
 }
 
 // Generators run eagerly (see Tracer::inline_call): starting one resumes it at once with
@@ -104,26 +109,21 @@ void return_const(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 }  // namespace
 
 void register_control_handlers(HandlerTable& table) {
-  for (const char* name : {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"})
-    table.add(name, jump);
-  for (const char* name : {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"})
-    table.add(name, pop_jump_if<true>);
-  for (const char* name : {"POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"})
-    table.add(name, pop_jump_if<false>);
-  for (const char* name : {"POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_IF_NONE"})
-    table.add(name, pop_jump_if_none<true>);
-  for (const char* name : {"POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"})
-    table.add(name, pop_jump_if_none<false>);
-  table.add("JUMP_IF_TRUE_OR_POP", jump_if_or_pop<true>);
-  table.add("JUMP_IF_FALSE_OR_POP", jump_if_or_pop<false>);
-  table.add("GET_ITER", get_iter);
-  table.add("FOR_ITER", for_iter);
-  table.add("END_FOR", end_for);
-  table.add("RETURN_VALUE", return_value);
-  table.add("BEFORE_WITH", before_with);
-  table.add("RETURN_GENERATOR", return_generator);
-  table.add("YIELD_VALUE", yield_value);
-  table.add("RETURN_CONST", return_const);
+  table.add(Family::kJump, jump);
+  table.add(Family::kPopJumpIfTrue, pop_jump_if<true>);
+  table.add(Family::kPopJumpIfFalse, pop_jump_if<false>);
+  table.add(Family::kPopJumpIfNone, pop_jump_if_none<true>);
+  table.add(Family::kPopJumpIfNotNone, pop_jump_if_none<false>);
+  table.add(Family::kJumpIfTrueOrPop, jump_if_or_pop<true>);
+  table.add(Family::kJumpIfFalseOrPop, jump_if_or_pop<false>);
+  table.add(op::GET_ITER, get_iter);
+  table.add(op::FOR_ITER, for_iter);
+  table.add(Family::kEndFor, end_for);
+  table.add(op::RETURN_VALUE, return_value);
+  table.add(op::BEFORE_WITH, before_with);
+  table.add(op::RETURN_GENERATOR, return_generator);
+  table.add(op::YIELD_VALUE, yield_value);
+  table.add(Family::kReturnConst, return_const);
 }
 
 }  // namespace bytegraph::trace

@@ -2,6 +2,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bytecode/arguments.h"
 #include "trace/interpreter.h"
 #include "trace/operators.h"
 
@@ -63,7 +64,7 @@ PyObject* compare_function(const Instruction& inst) {
   } else {
     py::Ref<> dis = check(PyImport_ImportModule("dis"));
     py::Ref<> cmp_op = check(PyObject_GetAttrString(dis.get(), "cmp_op"));
-    int index = PY_VERSION_HEX >= 0x030C0000 ? inst.arg >> 4 : inst.arg;
+    int index = bytecode::table_index(inst.opcode, inst.arg);
     symbol = PyUnicode_AsUTF8(check(PySequence_GetItem(cmp_op.get(), index)).get());
   }
   auto found = names.find(symbol);
@@ -86,6 +87,14 @@ void compare_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
     return;
   }
   frame.push(apply_operator(tracer, function, {left, right}));
+}
+
+// 3.13: conditions and `not` go through TO_BOOL first. A tensor stays as it is, so the
+// branch that follows decides (or breaks) on it as on earlier versions.
+void to_bool(Tracer& tracer, FrameState& frame, const Instruction&) {
+  if (frame.top()->is_tensor()) return;
+  ValuePtr value = frame.pop();
+  frame.push(make_bool(value->truthy(tracer)));
 }
 
 void is_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
@@ -162,17 +171,18 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
 }  // namespace
 
 void register_operator_handlers(HandlerTable& table) {
-  table.add("BINARY_OP", binary_op);
-  table.add("COMPARE_OP", compare_op);
-  table.add("IS_OP", is_op);
-  table.add("CONTAINS_OP", contains_op);
-  table.add("UNARY_NOT", unary_not);
-  table.add("UNARY_NEGATIVE", unary<kNeg>);
-  table.add("UNARY_POSITIVE", unary<kPos>);
-  table.add("UNARY_INVERT", unary<kInvert>);
-  table.add("BINARY_SUBSCR", binary_subscr);
-  table.add("BINARY_SLICE", binary_slice);
-  table.add("STORE_SUBSCR", store_subscr);
+  table.add(op::BINARY_OP, binary_op);
+  table.add(op::COMPARE_OP, compare_op);
+  table.add(op::IS_OP, is_op);
+  table.add(op::CONTAINS_OP, contains_op);
+  table.add(op::UNARY_NOT, unary_not);
+  table.add(op::UNARY_NEGATIVE, unary<kNeg>);
+  table.add(Family::kUnaryPositive, unary<kPos>);
+  table.add(op::UNARY_INVERT, unary<kInvert>);
+  table.add(op::BINARY_SUBSCR, binary_subscr);
+  table.add(Family::kBinarySlice, binary_slice);
+  table.add(op::STORE_SUBSCR, store_subscr);
+  table.add(Family::kToBool, to_bool);
 }
 
 }  // namespace bytegraph::trace

@@ -1,4 +1,5 @@
 // Stack shuffling, loads and stores of locals, globals, cells and attributes.
+#include "bytecode/arguments.h"
 #include "bytecode/decode.h"
 #include "trace/interpreter.h"
 
@@ -36,6 +37,16 @@ ValuePtr& local_slot(FrameState& frame, int index) {
   return frame.locals[index];
 }
 
+// One half of a paired local instruction, as the single instruction it stands for.
+Instruction paired_half(const Instruction& inst, int local) {
+  Instruction half;
+  half.opcode = inst.opcode;
+  half.arg = local;
+  half.offset = inst.offset;
+  half.positions = inst.positions;
+  return half;
+}
+
 void load_fast(Tracer&, FrameState& frame, const Instruction& inst) {
   ValuePtr& value = local_slot(frame, inst.arg);
   if (!value)
@@ -58,9 +69,17 @@ void load_fast_and_clear(Tracer&, FrameState& frame, const Instruction& inst) {
 
 void delete_fast(Tracer&, FrameState& frame, const Instruction& inst) { local_slot(frame, inst.arg) = nullptr; }
 
+// LOAD_GLOBAL's and LOAD_ATTR's flag bit asks for the call protocol's NULL with the value:
+// below it before 3.13, above it since (the generated tables say which).
+void push_with_null(FrameState& frame, ValuePtr value, bool with_null) {
+  if (with_null && !bytecode::kCallNullAfterCallable) frame.push(NullValue::get());
+  frame.push(std::move(value));
+  if (with_null && bytecode::kCallNullAfterCallable) frame.push(NullValue::get());
+}
+
 void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   std::string name = name_of(inst);
-  if (bytecode::load_global_pushes_null(inst)) frame.push(NullValue::get());
+  const bool with_null = bytecode::load_global_pushes_null(inst);
   PyObject* real = PyDict_GetItemWithError(frame.globals.get(), inst.argval.get());  // borrowed
   if (real == nullptr && PyErr_Occurred()) throw_python_error();
   guards::SourcePtr source;
@@ -86,7 +105,7 @@ void load_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
     guards::SourcePtr globals = frame.root_globals ? guards::globals_dict_source() : frame.globals_source;
     if (globals) tracer.guards.add(GuardLog::Kind::LacksKey, globals, inst.argval.get());
   }
-  frame.push(tracer.wrap(real, source));
+  push_with_null(frame, tracer.wrap(real, source), with_null);
 }
 
 CellValue& cell_at(FrameState& frame, int index) {
@@ -124,12 +143,22 @@ void store_deref(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   cell.contents = frame.pop();
 }
 
+// 3.12+: LOAD_ATTR's flag bit is the method form; the attribute is pushed bound, with the
+// NULL of a plain call (the tracer never splits a method into function and self).
 void load_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr object = frame.pop();
-#if PY_VERSION_HEX >= 0x030C0000
-  if (inst.arg & 1) frame.push(NullValue::get());  // 3.12 method form: [NULL, attr]
-#endif
-  frame.push(object->get_attr(tracer, name_of(inst)));
+  push_with_null(frame, object->get_attr(tracer, name_of(inst)), bytecode::argument_flags(inst.opcode, inst.arg) != 0);
+}
+
+// 3.12+: super().name in one instruction, [super, class, self] -> the attribute (flag bit 0:
+// the method form, with the call protocol's NULL). The same as calling super(class, self)
+// and loading the attribute from the result.
+void load_super_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr self = frame.pop();
+  ValuePtr cls = frame.pop();
+  ValuePtr super_function = frame.pop();
+  ValuePtr bound = super_function->call(tracer, {cls, self}, {});
+  push_with_null(frame, bound->get_attr(tracer, name_of(inst)), (bytecode::argument_flags(inst.opcode, inst.arg) & 1) != 0);
 }
 
 void load_method(Tracer& tracer, FrameState& frame, const Instruction& inst) {
@@ -153,38 +182,61 @@ void delete_attr(Tracer&, FrameState& frame, const Instruction& inst) {
   unsupported("side_effect", "deleting attribute '" + name_of(inst) + "' of " + frame.top()->repr());
 }
 
+// 3.13's paired instructions: two locals in one argument (first arg >> 4, then arg & 15).
+void load_fast_load_fast(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  Instruction first = paired_half(inst, inst.arg >> 4), second = paired_half(inst, inst.arg & 15);
+  load_fast(tracer, frame, first);
+  load_fast(tracer, frame, second);
+}
+
+void store_fast_store_fast(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  Instruction first = paired_half(inst, inst.arg >> 4), second = paired_half(inst, inst.arg & 15);
+  store_fast(tracer, frame, first);
+  store_fast(tracer, frame, second);
+}
+
+void store_fast_load_fast(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  Instruction first = paired_half(inst, inst.arg >> 4), second = paired_half(inst, inst.arg & 15);
+  store_fast(tracer, frame, first);
+  load_fast(tracer, frame, second);
+}
+
 void kw_names(Tracer&, FrameState& frame, const Instruction& inst) { frame.kw_names = inst.argval.copy(); }
 
 }  // namespace
 
 void register_stack_handlers(HandlerTable& table) {
-  table.add("NOP", nop);
-  table.add("RESUME", nop);
-  table.add("PRECALL", nop);
-  table.add("CACHE", nop);
-  table.add("POP_TOP", pop_top);
-  table.add("COPY", copy);
-  table.add("SWAP", swap);
-  table.add("PUSH_NULL", push_null);
-  table.add("LOAD_CONST", load_const);
-  table.add("LOAD_FAST", load_fast);
-  table.add("LOAD_FAST_CHECK", load_fast);
-  table.add("STORE_FAST", store_fast);
-  table.add("LOAD_FAST_AND_CLEAR", load_fast_and_clear);
-  table.add("DELETE_FAST", delete_fast);
-  table.add("LOAD_GLOBAL", load_global);
-  table.add("MAKE_CELL", make_cell);
-  table.add("COPY_FREE_VARS", copy_free_vars);
-  table.add("LOAD_CLOSURE", load_closure);
-  table.add("LOAD_DEREF", load_deref);
-  table.add("STORE_DEREF", store_deref);
-  table.add("LOAD_ATTR", load_attr);
-  table.add("LOAD_METHOD", load_method);
-  table.add("STORE_ATTR", store_attr);
-  table.add("STORE_GLOBAL", store_global);
-  table.add("DELETE_GLOBAL", store_global);
-  table.add("DELETE_ATTR", delete_attr);
-  table.add("KW_NAMES", kw_names);
+  table.add(op::NOP, nop);
+  table.add(op::RESUME, nop);
+  table.add(Family::kCallPrepare, nop);
+  table.add(op::CACHE, nop);
+  table.add(op::POP_TOP, pop_top);
+  table.add(op::COPY, copy);
+  table.add(op::SWAP, swap);
+  table.add(op::PUSH_NULL, push_null);
+  table.add(op::LOAD_CONST, load_const);
+  table.add(op::LOAD_FAST, load_fast);
+  table.add(Family::kLoadFastChecked, load_fast);
+  table.add(op::STORE_FAST, store_fast);
+  table.add(Family::kLoadFastAndClear, load_fast_and_clear);
+  table.add(op::DELETE_FAST, delete_fast);
+  table.add(op::LOAD_GLOBAL, load_global);
+  table.add(op::MAKE_CELL, make_cell);
+  table.add(op::COPY_FREE_VARS, copy_free_vars);
+  table.add(Family::kLoadClosure, load_closure);
+  table.add(op::LOAD_DEREF, load_deref);
+  table.add(op::STORE_DEREF, store_deref);
+  table.add(op::LOAD_ATTR, load_attr);
+  table.add(Family::kMethodLoad, load_method);
+  table.add(op::STORE_ATTR, store_attr);
+  table.add(op::STORE_GLOBAL, store_global);
+  table.add(op::DELETE_GLOBAL, store_global);
+  table.add(op::DELETE_ATTR, delete_attr);
+  table.add(Family::kKwNames, kw_names);
+  table.add(Family::kLoadSuperAttr, load_super_attr);
+  table.add(Family::kLoadFastLoadFast, load_fast_load_fast);
+  table.add(Family::kStoreFastStoreFast, store_fast_store_fast);
+  table.add(Family::kStoreFastLoadFast, store_fast_load_fast);
 }
 
 }  // namespace bytegraph::trace

@@ -10,11 +10,15 @@
 
 namespace bytegraph::trace {
 
-void HandlerTable::add(const char* name, Handler handler) {
-  for (int opcode = 0; opcode < 256; ++opcode) {
-    const auto& info = bytecode::opcode_info(opcode);
-    if (info.known && std::strcmp(info.name, name) == 0) table_[opcode] = handler;
-  }
+void HandlerTable::add(int opcode, Handler handler) {
+  if (!bytecode::is_known_opcode(opcode) || table_[opcode] != nullptr)
+    throw InternalError(std::string("handler registered twice or for an unknown opcode: ") + opcode_name(opcode));
+  table_[opcode] = handler;
+}
+
+void HandlerTable::add(bytecode::Family family, Handler handler) {
+  for (int opcode = 0; opcode < 256; ++opcode)
+    if (bytecode::opcode_info(opcode).known && bytecode::in_family(opcode, family)) add(opcode, handler);
 }
 
 const HandlerTable& handlers() {

@@ -1,20 +1,28 @@
-// The opcode dispatch table: one small handler per opcode (or per family of opcodes),
-// registered by name and resolved against the generated opcode tables, so an opcode this
-// interpreter version lacks is simply absent. An opcode without a handler is a graph break.
+// The opcode dispatch table: one small handler per opcode (or per family of opcodes). A
+// handler registers for an opcode by its generated constant (`op::NAME`, which exists only
+// where this interpreter has the opcode, so registering an absent one does not build) or for
+// a family (bytecode::Family: instructions that mean the same across versions, or exist on
+// some versions only; a family may be empty here). An opcode without a handler is a graph
+// break.
 #pragma once
 
 #include <array>
 
+#include "bytecode/opcodes.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
+
+namespace op = bytecode::op;
+using bytecode::Family;
 
 using Handler = void (*)(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst);
 
 class HandlerTable {
  public:
-  // Registers `handler` for the opcode called `name`, if this Python version has it.
-  void add(const char* name, Handler handler);
+  void add(int opcode, Handler handler);
+  // Every opcode of `family` on this interpreter (none where the family is empty here).
+  void add(bytecode::Family family, Handler handler);
   Handler operator[](int opcode) const { return table_[opcode & 0xFF]; }
 
  private:

@@ -159,11 +159,13 @@ TEST(Layout, ForwardJumpOverLongBodyGetsAnExtendedArg) {
 }
 
 TEST(Layout, BackwardJumpPrefixFeedsBackIntoItsOwnDistance) {
-  // 255 NOPs then a backward jump to the first: 256 units without a prefix (too big for one
-  // byte), so a prefix is added and the distance becomes 257.
+  // NOPs then a backward jump to the first, 256 units back without a prefix (too big for one
+  // byte; the jump's own CACHE units count too, one on 3.13), so a prefix is added and the
+  // distance becomes 257.
+  const int caches = bc::opcode_info(bc::op::JUMP_BACKWARD).cache_entries;
   bc::InstructionList list;
   bc::Instruction* first = add(list, bc::op::NOP);
-  for (int i = 0; i < 254; ++i) add(list, bc::op::NOP);
+  for (int i = 0; i < 254 - caches; ++i) add(list, bc::op::NOP);
   bc::Instruction* jump = add(list, bc::op::JUMP_BACKWARD, 0);
   jump->target = first;
   bc::Layout layout = bc::lay_out(list, bc::InstructionIndex(list));
@@ -173,7 +175,7 @@ TEST(Layout, BackwardJumpPrefixFeedsBackIntoItsOwnDistance) {
   // One NOP fewer fits in a byte: no prefix.
   bc::InstructionList shorter;
   first = add(shorter, bc::op::NOP);
-  for (int i = 0; i < 253; ++i) add(shorter, bc::op::NOP);
+  for (int i = 0; i < 253 - caches; ++i) add(shorter, bc::op::NOP);
   jump = add(shorter, bc::op::JUMP_BACKWARD, 0);
   jump->target = first;
   layout = bc::lay_out(shorter, bc::InstructionIndex(shorter));
@@ -181,19 +183,44 @@ TEST(Layout, BackwardJumpPrefixFeedsBackIntoItsOwnDistance) {
   EXPECT_EQ(jump->arg, 255);
 }
 
+// The backward member of `family` that has a forward twin, or -1 (3.12+ conditional jumps
+// go forward only).
+int backward_with_twin(bc::Family family) {
+  for (int opcode = 0; opcode < 256; ++opcode) {
+    const bc::OpcodeInfo& info = bc::opcode_info(opcode);
+    if (info.known && info.family == family && info.is_backward_jump && info.flipped >= 0) return opcode;
+  }
+  return -1;
+}
+
 TEST(Layout, JumpsAreFlippedToTheirTargetsDirection) {
   bc::InstructionList list;
   bc::Instruction* top = add(list, bc::op::NOP);
-  bc::Instruction* conditional = add(list, bc::op::POP_JUMP_BACKWARD_IF_TRUE, 0);
+  bc::Instruction* forward = add(list, bc::op::JUMP_BACKWARD, 0);
   bc::Instruction* back = add(list, bc::op::JUMP_FORWARD, 0);
   bc::Instruction* end = add(list, bc::op::RETURN_VALUE);
-  conditional->target = end;
+  forward->target = end;
   back->target = top;
   bc::lay_out(list, bc::InstructionIndex(list));
-  EXPECT_EQ(conditional->opcode, bc::op::POP_JUMP_FORWARD_IF_TRUE);
-  EXPECT_EQ(conditional->arg, 1);
+  const int back_units = 1 + bc::opcode_info(bc::op::JUMP_BACKWARD).cache_entries;
+  EXPECT_EQ(forward->opcode, bc::op::JUMP_FORWARD);
+  EXPECT_EQ(forward->arg, back_units);
   EXPECT_EQ(back->opcode, bc::op::JUMP_BACKWARD);
-  EXPECT_EQ(back->arg, 3);
+  EXPECT_EQ(back->arg, 2 + back_units);
+}
+
+TEST(Layout, ConditionalJumpsAreFlippedWhereTheyHaveTwoDirections) {
+  const int backward = backward_with_twin(bc::Family::kPopJumpIfTrue);
+  if (backward < 0) GTEST_SKIP() << "this interpreter's conditional jumps go forward only";
+  bc::InstructionList list;
+  add(list, bc::op::NOP);
+  bc::Instruction* conditional = add(list, backward, 0);
+  add(list, bc::op::NOP);
+  bc::Instruction* end = add(list, bc::op::RETURN_VALUE);
+  conditional->target = end;
+  bc::lay_out(list, bc::InstructionIndex(list));
+  EXPECT_EQ(conditional->opcode, bc::opcode_info(backward).flipped);
+  EXPECT_EQ(conditional->arg, 1);
 }
 
 TEST(Layout, ForwardOnlyJumpCannotGoBackward) {
@@ -270,7 +297,8 @@ TEST(Opcodes, GeneratedStackEffectsMatchDis) {
   for (Case c : {Case{bc::op::BUILD_TUPLE, 7, false}, Case{bc::op::UNPACK_EX, 0x0302, false},
                  Case{bc::op::MAKE_FUNCTION, 0x0B, false}, Case{bc::op::BUILD_SLICE, 3, false},
                  Case{bc::op::FOR_ITER, 5, true}, Case{bc::op::FOR_ITER, 5, false},
-                 Case{bc::op::LOAD_GLOBAL, 7, false}}) {
+                 Case{bc::op::LOAD_GLOBAL, 7, false}, Case{bc::op::COMPARE_OP, 0x5A, false}}) {
+    if (!bc::opcode_info(c.opcode).has_arg) continue;  // 3.13's MAKE_FUNCTION takes no flags
     Ref<> kwargs = bytegraph::check(Py_BuildValue("{s:O}", "jump", c.jump ? Py_True : Py_False));
     Ref<> args = bytegraph::check(Py_BuildValue("(ii)", c.opcode, c.arg));
     Ref<> function = bytegraph::check(PyObject_GetAttrString(dis.get(), "stack_effect"));

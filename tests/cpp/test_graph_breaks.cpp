@@ -33,14 +33,27 @@ PyCodeObject* code_of(const Ref<>& function) {
   return reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(function.get()));
 }
 
-// The index of the first instruction with `opcode` (and `name` as argval, when given).
+bool names(PyObject* argval, const char* name) {
+  if (argval && PyTuple_Check(argval) && PyTuple_GET_SIZE(argval) > 0) argval = PyTuple_GET_ITEM(argval, 0);
+  return argval && PyUnicode_Check(argval) && PyUnicode_CompareWithASCIIString(argval, name) == 0;
+}
+
+// The index of the first instruction with `opcode` (and `name` as argval, when given). A
+// LOAD_FAST may be the first half of a paired load (3.13's LOAD_FAST_LOAD_FAST).
 std::size_t find(const bc::InstructionList& list, int opcode, const char* name = nullptr) {
   for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i]->opcode != opcode) continue;
-    if (name == nullptr || (list[i]->argval && PyUnicode_Check(list[i]->argval.get()) &&
-                            PyUnicode_CompareWithASCIIString(list[i]->argval.get(), name) == 0))
-      return i;
+    const bool paired = opcode == bc::op::LOAD_FAST && bc::in_family(list[i]->opcode, bc::Family::kLoadFastLoadFast);
+    if (list[i]->opcode != opcode && !paired) continue;
+    if (name == nullptr || names(list[i]->argval.get(), name)) return i;
   }
+  ADD_FAILURE() << "no such instruction";
+  return 0;
+}
+
+// The first conditional jump that pops a false condition, whatever its direction in its name.
+std::size_t find(const bc::InstructionList& list, bc::Family family) {
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (bc::in_family(list[i]->opcode, family)) return i;
   ADD_FAILURE() << "no such instruction";
   return 0;
 }
@@ -62,7 +75,7 @@ TEST(Liveness, LocalsReadLaterAreLiveAndOverwrittenOnesAreNot) {
   // Before `x = a + b`: a and b are read, x is written first.
   EXPECT_EQ(bc::live_locals_at(list, find(list, bc::op::LOAD_FAST, "a")), (std::vector<std::string>{"a", "b"}));
   // At the branch: a is dead, x and b are read on both paths.
-  std::vector<std::string> at_branch = bc::live_locals_at(list, find(list, bc::op::POP_JUMP_FORWARD_IF_FALSE));
+  std::vector<std::string> at_branch = bc::live_locals_at(list, find(list, bc::Family::kPopJumpIfFalse));
   std::sort(at_branch.begin(), at_branch.end());
   EXPECT_EQ(at_branch, (std::vector<std::string>{"b", "x"}));
 }
@@ -95,16 +108,21 @@ TEST(BreakSite, CallsBranchesAndProtectedInstructions) {
       "f");
   bc::DecodedCode decoded = bc::decode(code_of(f));
   const auto& list = decoded.instructions;
-  const std::size_t call = find(list, bc::op::CALL);
+  // The first call: CALL after KW_NAMES, or 3.13's CALL_KW with the names on the stack.
+  std::size_t call = 0;
+  while (call < list.size() && list[call]->opcode != bc::op::CALL && !bc::in_family(list[call]->opcode, bc::Family::kCallKw))
+    ++call;
+  ASSERT_LT(call, list.size());
+  const int names_on_stack = bc::in_family(list[call]->opcode, bc::Family::kCallKw) ? 1 : 0;
   cg::BreakSite site = cg::find_break_site(list, list[call]->offset);
   EXPECT_TRUE(site.not_splittable.empty());
   EXPECT_EQ(site.kind, cg::BreakSite::Kind::Call);
   ASSERT_EQ(site.continuations.size(), 1u);
   EXPECT_EQ(site.continuations[0].offset, list[call + 1]->offset);
-  EXPECT_EQ(site.continuations[0].pops, list[call]->arg + 2);
+  EXPECT_EQ(site.continuations[0].pops, list[call]->arg + 2 + names_on_stack);
   EXPECT_EQ(site.continuations[0].pushes, 1);
 
-  const std::size_t jump = find(list, bc::op::POP_JUMP_FORWARD_IF_FALSE);
+  const std::size_t jump = find(list, bc::Family::kPopJumpIfFalse);
   site = cg::find_break_site(list, list[jump]->offset);
   EXPECT_EQ(site.kind, cg::BreakSite::Kind::Branch);
   ASSERT_EQ(site.continuations.size(), 2u);
@@ -121,7 +139,7 @@ TEST(BreakSite, CallsBranchesAndProtectedInstructions) {
 TEST(ResumeFunction, ContinuesTheOriginalCodeWithTheStackAndLocalsAsArguments) {
   Ref<> f = compiled_function(kBranches, "f");
   bc::DecodedCode decoded = bc::decode(code_of(f));
-  const std::size_t jump = find(decoded.instructions, bc::op::POP_JUMP_FORWARD_IF_FALSE);
+  const std::size_t jump = find(decoded.instructions, bc::Family::kPopJumpIfFalse);
   cg::ResumeSpec spec;
   spec.offset = decoded.instructions[jump + 1]->offset;  // the branch taken when x is true
   spec.locals = {"b", "x"};
