@@ -76,8 +76,8 @@ def normalized(kind, message):
     return f"{kind}: {message}"
 
 
-def load_gaps(path=GAPS_PATH):
-    """tests/capture_gaps.py's GAPS (empty when the file is absent)."""
+def load_gaps(path=GAPS_PATH, table="GAPS"):
+    """A table of tests/capture_gaps.py: GAPS, WRONG_RESULTS or FIXED (empty when absent)."""
     if not os.path.exists(path):
         return []
     module = sys.modules.get("capture_gaps")
@@ -86,7 +86,7 @@ def load_gaps(path=GAPS_PATH):
         module = importlib.util.module_from_spec(spec)
         sys.modules["capture_gaps"] = module  # inspect.getsource finds its classes through it
         spec.loader.exec_module(module)
-    return list(module.GAPS)
+    return list(getattr(module, table, []))
 
 
 def _gap_of(event, gaps):
@@ -113,7 +113,7 @@ def group_reasons(rows, gaps, key="break_events"):
     for row, event in events_of(rows, key):
         gap = _gap_of(event, gaps)
         title = gap.name if gap else normalized(event.get("kind", ""), event.get("message", ""))
-        group = groups.setdefault(title, {"title": title, "gap": gap, "models": set(), "modes": set(),
+        group = groups.setdefault(title, {"title": title, "tag": gap.tag if gap else "", "gap": gap, "models": set(), "modes": set(),
                                           "events": 0, "where": collections.Counter(), "sample": event})
         group["models"].add(row["model"])
         group["modes"].add(f"{row['model']}/{row['mode']}")
@@ -123,23 +123,23 @@ def group_reasons(rows, gaps, key="break_events"):
     return sorted(groups.values(), key=lambda g: (-len(g["models"]), -g["events"], g["title"]))
 
 
-def top_reasons(row, gaps, count=3):
-    """A row's most frequent break reasons, as short texts with counts."""
+def top_reasons(row, gaps, count=4):
+    """A row's most frequent break reasons (gap tags, or the reason shortened), with counts."""
     counter = collections.Counter()
     for event in _system(row, "bytegraph").get("break_events") or []:
         gap = _gap_of(event, gaps)
-        counter[gap.name if gap else _clip(normalized(event.get("kind", ""), event.get("message", "")), 70)] += 1
+        counter[gap.tag if gap else _clip(normalized(event.get("kind", ""), event.get("message", "")), 60)] += 1
     return [f"{title} ({n})" for title, n in counter.most_common(count)]
 
 
-def blockers(row, gaps, count=3):
-    """The gaps (or normalised reasons) that keep a row from one graph, most frequent first:
-    its breaks, frames run eagerly and second-call recompiles together."""
+def blockers(row, gaps, count=4):
+    """The gaps' tags (or normalised reasons) that keep a row from one graph, most frequent
+    first: its breaks, frames run eagerly and second-call recompiles together."""
     counter = collections.Counter()
     for key in ("break_events", "eager_events", "recompiles"):
         for _, event in events_of([row], key):
             gap = _gap_of(event, gaps)
-            counter[gap.name if gap else normalized(event.get("kind", ""), event.get("message", ""))] += 1
+            counter[gap.tag if gap else normalized(event.get("kind", ""), event.get("message", ""))] += 1
     return [title for title, _ in counter.most_common(count)]
 
 
@@ -153,7 +153,7 @@ def floors_source(rows, gaps=None):
             lines.append(f"    # {row['model']}/{row['mode']}: {verdict(row, 'bytegraph')}")
             continue
         second = (s.get("second_call_graphs") or 0) + (s.get("recompiles") or 0)
-        reason = None if whole(row, "bytegraph") else "; ".join(blockers(row, gaps)) or "several graphs"
+        reason = None if whole(row, "bytegraph") else ", ".join(blockers(row, gaps)) or "several graphs"
         lines.append(f"    ({row['model']!r}, {row['mode']!r}): ({s['graphs']}, {s['ops']}, {second}, {reason!r}),")
     return "\n".join(lines + ["}"])
 
@@ -215,6 +215,8 @@ def table_section(results, gaps=None):
         "reproducers are in `ZOO_TRIAGE.md`.",
         "",
     ]
+    if results.get("started"):
+        lines += [f"Run {results['started']} to {results.get('finished') or '?'}.", ""]
     lines += summary_lines(rows) + [""]
     lines += [
         "| model | mode | bytegraph graphs | breaks | ops | eager | 2nd | correct | torch graphs | breaks | ops | 2nd | correct | top remaining bytegraph break reasons |",
@@ -264,73 +266,83 @@ def _expected_text(gap):
 
 def _reproducer_text(gap):
     sources = [_source(helper) for helper in gap.helpers] + [_source(gap.function)]
-    return ["```python", "\n\n".join(sources), "```", "",
-            f"`{gap.call_text}` returns `{_expected_text(gap)}` in eager mode"
-            + (" (observed through the gap's `observe`)." if gap.observe else "."), ""]
+    call = f"`{gap.call_text}`" + (f", then `{gap.observe_text}`," if gap.observe_text else "")
+    lines = ["```python", "\n\n\n".join(sources), "```", "", f"Eager mode: {call} gives `{_expected_text(gap)}`."]
+    if gap.compiled_text:
+        lines.append(f"bytegraph: {gap.compiled_text}.")
+    return lines + [""]
 
 
-def _problem_section(rows):
+def _problem_section(rows, wrong_gaps):
     lines = ["## 1. Wrong results, errors and crashes (first: they are the worst bugs)", ""]
     bad = [(row, name) for row in rows for name in ("bytegraph", "torch")
            if verdict(row, name) in ("wrong", "error", "crash", "unfinished")]
     if not bad:
-        return lines + ["None: every (model, mode) gives eager mode's outputs, gradients and buffers under both "
-                        "systems.", ""]
-    lines += ["| model | mode | system | what | detail |", "|---|---|---|---|---|"]
-    for row, name in bad:
-        s = _system(row, name)
-        detail = (s.get("error") or {}).get("error") if isinstance(s.get("error"), dict) else None
-        detail = detail or s.get("crash") or "; ".join(s.get("differences") or [])
-        lines.append(f"| {row['model']} | {row['mode']} | {name} | {verdict(row, name)} | {_clip(detail, 300)} |")
-    return lines + [""]
+        lines += ["In the zoo: none. Every (model, mode) gives eager mode's outputs, gradients and buffers under "
+                  "both systems, on both calls.", ""]
+    else:
+        lines += ["| model | mode | system | what | detail |", "|---|---|---|---|---|"]
+        for row, name in bad:
+            s = _system(row, name)
+            detail = (s.get("error") or {}).get("error") if isinstance(s.get("error"), dict) else None
+            detail = detail or s.get("crash") or "; ".join(s.get("differences") or [])
+            lines.append(f"| {row['model']} | {row['mode']} | {name} | {verdict(row, name)} | {_clip(detail, 300)} |")
+        lines.append("")
+    if wrong_gaps:
+        lines += ["Found by the reproducers (`WRONG_RESULTS` in tests/capture_gaps.py; "
+                  "tests/test_zoo.py keeps them as strict xfails):", ""]
+        for gap in wrong_gaps:
+            lines += [f"### {gap.name}", "", gap.capability, ""] + _reproducer_text(gap)
+    return lines
 
 
 def triage(results, gaps=None):
     rows = results["rows"]
     gaps = load_gaps() if gaps is None else gaps
-    models = sorted({row["model"] for row in rows})
+    models = sorted({row["model"] for row in rows if row.get("mode") != "generate"})
     lines = [
         "# Model zoo triage: what keeps bytegraph from capturing whole models",
         "",
         "Generated by `python -m benchmarks.zoo` (and `make bench`) from `zoo.json`; "
         f"run {results.get('started') or '?'} to {results.get('finished') or '?'}. "
-        f"{len(models)} architectures, {len(rows)} (model, mode) runs. Each reason below names how many models "
+        f"{len(models)} architectures and one generate(), {len(rows)} (model, mode) runs. Each reason below names how many models "
         "it blocks (a model counts once across its modes), how often it was hit, where in the user's code, "
         "and a minimal reproducer (no transformers needed) kept in `tests/capture_gaps.py` with its eager "
         "behaviour. A reason with no reproducer yet is listed by its normalised message.",
         "",
     ]
     lines += summary_lines(rows) + [""]
-    lines += _problem_section(rows)
+    lines += _problem_section(rows, load_gaps(table="WRONG_RESULTS"))
     groups = group_reasons(rows, gaps)
     lines += ["## 2. Break reasons ranked by the models they block", "",
-              "| rank | reason | models | breaks | where (most frequent) |", "|---:|---|---:|---:|---|"]
+              "| rank | tag | reason | models | breaks | where (most frequent) |", "|---:|---|---|---:|---:|---|"]
     for rank, group in enumerate(groups, 1):
         where = ", ".join(f"{w} ({n})" for w, n in group["where"].most_common(2))
-        lines.append(f"| {rank} | {_clip(group['title'], 110)} | {len(group['models'])} | {group['events']} | "
-                     f"{_clip(where, 140)} |")
+        lines.append(f"| {rank} | {group['tag'] or '—'} | {_clip(group['title'], 110)} | {len(group['models'])} | "
+                     f"{group['events']} | {_clip(where, 140)} |")
     lines.append("")
     eager_groups = group_reasons(rows, gaps, key="eager_events")
     if eager_groups:
         lines += ["## 3. Why frames ran eagerly (a break that could not be split, or a frame that failed)", "",
-                  "| reason | models | frames |", "|---|---:|---:|"]
+                  "| tag | reason | models | frames |", "|---|---|---:|---:|"]
         for group in eager_groups:
-            lines.append(f"| {_clip(group['title'], 140)} | {len(group['models'])} | {group['events']} |")
+            lines.append(f"| {group['tag'] or '—'} | {_clip(group['title'], 140)} | {len(group['models'])} | "
+                         f"{group['events']} |")
         lines.append("")
     recompile_groups = group_reasons(rows, gaps, key="recompiles")
     if recompile_groups:
         lines += ["## 4. Why the second call with the same shapes compiled again", "",
                   "The first guard that failed in each recompiled frame (at most 10 frames per run are kept).", "",
-                  "| reason | models | frames | where |", "|---|---:|---:|---|"]
+                  "| tag | reason | models | frames | where |", "|---|---|---:|---:|---|"]
         for group in recompile_groups:
             where = ", ".join(f"{w} ({n})" for w, n in group["where"].most_common(2))
-            lines.append(f"| {_clip(group['title'], 110)} | {len(group['models'])} | {group['events']} | "
-                         f"{_clip(where, 140)} |")
+            lines.append(f"| {group['tag'] or '—'} | {_clip(group['title'], 110)} | {len(group['models'])} | "
+                         f"{group['events']} | {_clip(where, 140)} |")
         lines.append("")
     lines += ["## 5. Reasons in detail, with reproducers", ""]
     for rank, group in enumerate(groups, 1):
         sample = group["sample"]
-        lines += [f"### {rank}. {group['title']}", "",
+        lines += [f"### {rank}. {group['title']}" + (f" (`{group['tag']}`)" if group["tag"] else ""), "",
                   f"- blocks {len(group['models'])} models: {', '.join(sorted(group['models']))}",
                   f"- {group['events']} breaks; in {', '.join(sorted(group['modes']))}" if len(group['modes']) <= 12
                   else f"- {group['events']} breaks in {len(group['modes'])} (model, mode) runs",

@@ -30,6 +30,7 @@ import bytegraph
 
 @dataclasses.dataclass(frozen=True)
 class Gap:
+    tag: str  # a short name for tables
     name: str  # the reason, as the triage titles it
     capability: str  # what bytegraph must do instead
     matches: str  # regex over "kind: message" as bytegraph logs it
@@ -39,6 +40,8 @@ class Gap:
     expected: Callable[[], object]  # what eager mode returns (observed through `observe`)
     observe: Callable = None  # result -> comparable value, where the result is not data
     helpers: tuple = ()  # classes and functions the reproducer uses (shown with it)
+    observe_text: str = ""  # what `observe` does, for readers ("result(torch.ones(2))")
+    compiled_text: str = ""  # for WRONG_RESULTS: what bytegraph does instead
 
     @property
     def call_text(self):
@@ -156,6 +159,15 @@ def all_callable(x, functions=(torch.sin, torch.cos)):
 
 
 def returns_closure(x):
+    scale = x.sum()
+
+    def inner(t):
+        return t * scale
+
+    return inner
+
+
+def returns_closure_and_tensor(x):
     offset = x.shape[0]
 
     def inner(t):
@@ -350,6 +362,21 @@ def break_in_loop_after_break(x):
     return x
 
 
+def make_offset(n):
+    def inner(t):
+        return t + n
+
+    return inner
+
+
+def apply(fn, x, _):
+    return fn(x)
+
+
+def closure_on_stack_at_break(x):
+    return apply(make_offset(1), x, bytegraph.graph_break())
+
+
 def fresh_iterator_on_stack(x):
     items = [x, x * 2]
     for a, b in zip([1.0, 2.0], reversed(items)):  # the break at reversed() leaves its iterator on the stack
@@ -360,154 +387,181 @@ def fresh_iterator_on_stack(x):
 # ---- the table ---------------------------------------------------------------------------------
 
 GAPS = [
-    Gap("iterating a dict (keys) in a comprehension or resume function",
+    Gap("dict-iterator", "iterating a dict (keys) in a comprehension or resume function",
         "Advance iterators over dicts, sets and lists that a frame receives as input (a comprehension's "
         "`.0`, a resume function's stack slot) instead of breaking.",
         r"unsupported_iteration: advancing ObjectVariable\((dict_keyiterator|dict_valueiterator|"
         r"dict_itemiterator|set_iterator|list_iterator|tuple_iterator)",
         dict_keys_in_comprehension, _ones, "torch.ones(4)", lambda: torch.full((4,), 3.0)),
-    Gap("super().__getattribute__ in a __getattribute__ override (PretrainedConfig)",
+    Gap("super-getattribute", "super().__getattribute__ in a __getattribute__ override (PretrainedConfig)",
         "Trace `super().__getattribute__(key)` (object's slot wrapper reached through super) and inline "
         "user `__getattribute__` overrides.",
         r"SuperVariable\(.*\)\.__getattribute__ is not a Python function",
         super_getattribute, lambda: (torch.ones(4), SuperGetattribute()), "torch.ones(4), SuperGetattribute()",
         lambda: torch.full((4,), 2.0), helpers=(SuperGetattribute,)),
-    Gap("import statement (IMPORT_NAME) in traced code",
+    Gap("IMPORT_NAME", "import statement (IMPORT_NAME) in traced code",
         "IMPORT_NAME/IMPORT_FROM of an already imported module: read sys.modules at trace time, guard on it.",
         r"opcode IMPORT_NAME is not supported", import_in_function, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 3.141592653589793)),
-    Gap("set literal (BUILD_SET) and set comprehensions",
+    Gap("BUILD_SET", "set literal (BUILD_SET) and set comprehensions",
         "BUILD_SET, set comprehensions and `in` on sets of constants.",
         r"opcode BUILD_SET is not supported|`in` on ObjectVariable\(set\)", set_literal, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 2.0)),
-    Gap("property read on a class with a __getattribute__ override (config._attn_implementation)",
+    Gap("getattribute-property",
+        "property read on a class with a __getattribute__ override (config._attn_implementation)",
         "Attribute reads through a user `__getattribute__`: inline it, then properties and descriptors.",
         r"getattr\(ObjectVariable\((?!_contextvars|no_grad|Signature)[^)]*\), '[^']+'\) may run Python code",
         property_under_getattribute, lambda: (torch.ones(4), PropertyUnderGetattribute()),
         "torch.ones(4), PropertyUnderGetattribute()", lambda: torch.full((4,), 2.0),
         helpers=(SuperGetattribute, PropertyUnderGetattribute)),
-    Gap("str(...) of a type (infer_framework_from_repr)",
+    Gap("str(type)", "str(...) of a type (infer_framework_from_repr)",
         "`str()`/`repr()` of constants, types and modules folded at trace time; f-strings and str.format.",
         r"calling BuiltinVariable\(str\)|cannot rebuild stack item \d+ is ClassVariable",
         str_of_type, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0)),
-    Gap("assigning a cell variable in a resume function",
+    Gap("cell-store", "assigning a cell variable in a resume function",
         "STORE_DEREF to a cell the frame owns (read by a nested function or comprehension) after a break.",
         r"assigning to the closure variable", closure_store_after_break, _ones, "torch.ones(4)",
         lambda: torch.ones(4)),
-    Gap("subscript and .get() on a user Mapping (AttentionInterface, os.environ)",
+    Gap("user-mapping-getitem", "subscript and .get() on a user Mapping (AttentionInterface, os.environ)",
         "Inline `__getitem__` of user classes and collections.abc.Mapping mixin methods (get, __contains__), "
         "os.environ included (guarded on the key's value).",
         r"unsupported_subscript: ObjectVariable\(", user_mapping_subscript, _ones, "torch.ones(4)",
         lambda: torch.sin(torch.ones(4)), helpers=(Registry,)),
-    Gap("ContextVar.set/reset (CompileableContextVar)",
+    Gap("ContextVar", "ContextVar.set/reset (CompileableContextVar)",
         "Methods of C-implemented objects such as contextvars.ContextVar: replay set/reset after the graph "
         "(or honour torch.compiler.is_compiling() so the library takes its compile path).",
         r"getattr\(ObjectVariable\(_contextvars\.ContextVar\), '(set|reset|get)'\)", context_var, _ones,
         "torch.ones(4)", lambda: torch.full((4,), 2.0)),
-    Gap("a dict subclass as a frame's input (ModelOutput, _CanRecordRegistry)",
+    Gap("dict-subclass-input", "a dict subclass as a frame's input (ModelOutput, _CanRecordRegistry)",
         "Frames whose arguments are dict subclasses: guard on the type and the keys, trace their items.",
         r"unsupported_dict: dict subclass input", dict_subclass_argument,
         lambda: (Output(hidden=torch.ones(4)),), "Output(hidden=torch.ones(4))", lambda: torch.full((4,), 2.0),
         helpers=(Output,)),
-    Gap("`in` on a user object with __contains__",
+    Gap("user-contains", "`in` on a user object with __contains__",
         "Inline `__contains__` (and the Mapping mixin's) of user classes.",
         r"`in` on ObjectVariable\((?!set\))", in_user_mapping, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 2.0), helpers=(Registry,)),
-    Gap("storing into **kwargs (kwargs[key] = value)",
-        "Mutations of dicts that outlive the trace (the frame's **kwargs, inputs): recorded and replayed.",
-        r"assigning an item of a dict that outlives the trace", kwargs_item_store, _ones, "torch.ones(4)",
-        lambda: torch.full((4,), 2.0)),
-    Gap("getattr(obj, name, default) where the attribute is missing",
+    Gap("getattr-default", "getattr(obj, name, default) where the attribute is missing",
         "getattr with a default: a missing attribute gives the default instead of a break.",
         r"constant_fold_raised: AttributeError", getattr_default_on_none, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 2.0)),
-    Gap("kwargs.pop(key, default)",
+    Gap("kwargs.pop", "kwargs.pop(key, default)",
         "dict.pop/setdefault/update on the frame's **kwargs, replayed after the graph.",
         r"ConstDictVariable\(.*\)\.pop", kwargs_pop, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0)),
-    Gap("an import inside try (is_torchdynamo_compiling) leaves the frame eager; its caller then branches on data",
+    Gap("import-in-try",
+        "an import inside try (is_torchdynamo_compiling) leaves the frame eager; its caller then branches on data",
         "Split frames at breaks inside try/with blocks; an import in try must not hide is_compiling() "
         "from the library (transformers then skips its data-dependent checks).",
         r"IMPORT_NAME at offset \d+ is inside a try block|data_dependent_branch: branching on the value of "
         r"TensorVariable\((all|eq)", import_in_try, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0),
         helpers=(compiling_flag,)),
-    Gap("calling a function decorated with @torch.no_grad()",
+    Gap("no_grad-decorator", "calling a function decorated with @torch.no_grad()",
         "Grad-mode decorators (torch.no_grad()/enable_grad() as decorators: their clone() through "
         "`self.__class__()`) traced as context managers.",
         r"getattr\(ObjectVariable\(no_grad\), '__class__'\)", calls_no_grad_decorated, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 3.0), helpers=(no_grad_helper,)),
-    Gap("slicing a ModuleList (self.layers[:n])",
+    Gap("ModuleList-slice", "slicing a ModuleList (self.layers[:n])",
         "ModuleList/Sequential slicing and indexing in forward.",
         r"UnspecializedNNModuleVariable\(ModuleList.*\)\[ConstantVariable\(slice", modulelist_slice,
         lambda: (LAYERS, torch.ones(2, 4)), "Layers(), torch.ones(2, 4)", lambda: torch.full((2, 4), 0.16),
         helpers=(Layers,)),
-    Gap("inspect.signature(fn).parameters (apply_chunking_to_forward)",
+    Gap("inspect.signature", "inspect.signature(fn).parameters (apply_chunking_to_forward)",
         "inspect.signature of a known function folded at trace time (a constant guarded on the function).",
         r"calling <class 'functools\.partial'>|'parameters'\) may run Python code|ObjectVariable\(Signature\)",
         inspect_signature, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0), helpers=(chunk_helper,)),
-    Gap("calling a functools.partial object (GELUTanh)",
+    Gap("partial-call", "calling a functools.partial object (GELUTanh)",
         "functools.partial objects called in traced code: inline the call with the bound arguments.",
         r"calling functools\.partial\(", partial_call, _ones, "torch.ones(4)",
         lambda: F.gelu(torch.ones(4), approximate="tanh")),
-    Gap("torch.Size + tuple of a non-constant int",
+    Gap("Size+tuple", "torch.Size + tuple of a non-constant int",
         "torch.Size arithmetic (+ with tuples, slicing, comparisons) with ints read from modules or inputs.",
         r"<built-in function add> on ConstantVariable\(torch\.Size", size_plus_tuple,
         lambda: (torch.ones(2, 8), 2), "torch.ones(2, 8), 2", lambda: torch.ones(2, 2, 4)),
-    Gap("constructing a ModelOutput-like dict subclass",
+    Gap("ModelOutput()", "constructing a ModelOutput-like dict subclass",
         "Instantiating user classes (dataclasses, dict subclasses such as ModelOutput) in traced code.",
         r"calling <class '[^']*(Output|ModelOutput)[^']*'>, which bytegraph cannot trace",
         make_dict_subclass_output, _ones, "torch.ones(4)", lambda: {"hidden": torch.full((4,), 2.0)},
-        observe=_plain_dict, helpers=(Output,)),
-    Gap("all(...) / callable(...) over a generator",
+        observe=_plain_dict, helpers=(Output,), observe_text="dict(result)"),
+    Gap("all/callable", "all(...) / callable(...) over a generator",
         "Builtins over generators and constants: all, any, callable, sorted, reversed.",
         r"calling BuiltinVariable\((all|any|callable)\)", all_callable, _ones, "torch.ones(4)",
         lambda: torch.sin(torch.ones(4)) + torch.cos(torch.ones(4))),
-    Gap("setting attributes of objects and modules (KV cache layers, SwinLayer.shift_size)",
+    Gap("setattr", "setting attributes of objects and modules (KV cache layers, SwinLayer.shift_size)",
         "Attribute mutations of user objects and modules, recorded in the side-effect log and replayed.",
         r"side_effect: setting attribute", attribute_mutation, lambda: (torch.ones(4), Cache()),
         "torch.ones(4), Cache()", lambda: torch.full((4,), 2.0), helpers=(Cache,)),
-    Gap("a custom torch.autograd.Function (BLOOM's GeLUFunction)",
+    Gap("autograd.Function", "a custom torch.autograd.Function (BLOOM's GeLUFunction)",
         "autograd.Function.apply traced (forward inlined, backward kept) as torch.compile does.",
         r"_are_functorch_transforms_active|setting attribute 'to_save'|L\['ctx'\] identity changed",
         autograd_function, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0), helpers=(Square,)),
-    Gap("zip over a ModuleList and reversed(list) (U-Net skips)",
+    Gap("zip/reversed", "zip over a ModuleList and reversed(list) (U-Net skips)",
         "reversed() of lists, zip() over modules and lists, iterating the result.",
         r"BuiltinVariable\(reversed\)|zip of ObjectVariable|(iterating over|advancing) ObjectVariable\(zip\)",
         zip_reversed,
         lambda: (SKIPS, torch.ones(4)), "Skips(), torch.ones(4)", lambda: torch.full((4,), 4.0),
         helpers=(Skips,)),
-    Gap("returning a nested function made in the frame (sliding-window mask functions)",
-        "Frames that return closures: rebuild the function object with its cells after the graph.",
-        r"returning UserFunctionVariable|cannot rebuild stack item \d+ is UserFunctionVariable",
-        returns_closure, _ones, "torch.ones(4)", lambda: (torch.full((4,), 2.0), torch.full((2,), 5.0)),
-        observe=lambda result: (result[0], result[1](torch.ones(2)))),
-    Gap("a break inside try/finally (CALL_FUNCTION_EX in a decorator's try)",
+    Gap("break-in-try", "a break inside try/finally (CALL_FUNCTION_EX in a decorator's try)",
         "Split frames at breaks inside try/except/finally and with blocks (the block is re-entered in the "
         "resume function).",
         r"at offset \d+ is inside a try block or a with statement", call_in_try, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 23.0), helpers=(helper_that_breaks,)),
-    Gap("a break while a bound method is being loaded (LOAD_METHOD)",
+    Gap("break-at-LOAD_METHOD", "a break while a bound method is being loaded (LOAD_METHOD)",
         "Resume at a break between LOAD_METHOD and its CALL (rebuild the method and self on the stack).",
         r"generated code does not run LOAD_METHOD", kwargs_pop, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 2.0)),
-    Gap("a break in a comprehension's loop (FOR_ITER)",
+    Gap("break-in-FOR_ITER", "a break in a comprehension's loop (FOR_ITER)",
         "Resume inside a running loop: the generated code must run FOR_ITER over the live iterator.",
         r"generated code does not run FOR_ITER", dict_keys_in_comprehension, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 3.0)),
-    Gap("a break inside a loop of a resume function",
+    Gap("break-in-resumed-loop", "a break inside a loop of a resume function",
         "Split a resume function again at a break inside one of its loops.",
         r"a break inside a loop of a resume function", break_in_loop_after_break, _ones, "torch.ones(4)",
         lambda: torch.full((4,), 3.0)),
-    Gap("a super() object on the stack at a break",
+    Gap("super-on-stack", "a super() object on the stack at a break",
         "Rebuild super() objects (and other live stack values) in the code after a break.",
         r"cannot rebuild stack item \d+ is SuperVariable", SuperGetattribute.__getattribute__,
         lambda: (SuperGetattribute(), "weight"), "SuperGetattribute(), 'weight'", lambda: torch.full((4,), 2.0),
         helpers=(SuperGetattribute,)),
-    Gap("identity guards on values made in the call (an iterator, a resume function's stack slot)",
+    Gap("closure-on-stack",
+        "a closure made by another function on the stack at a break (and_masks(sliding_window_overlay(...)))",
+        "Rebuild functions whose closure belongs to another frame (keep the function object as an input of "
+        "the code after the break).",
+        r"cannot rebuild stack item \d+ is UserFunctionVariable", closure_on_stack_at_break, _ones,
+        "torch.ones(4)", lambda: torch.full((4,), 2.0), helpers=(make_offset, apply)),
+    Gap("identity-guard",
+        "identity guards on values made in the call (an iterator, a resume function's stack slot)",
         "Values created inside the compiled region get type/structure guards, not identity guards that fail "
         "on every call.",
         r"recompile: L\['(\.0|___stack\d+)'\] identity changed", fresh_iterator_on_stack, _ones,
         "torch.ones(4)", lambda: torch.full((4,), 5.0)),
 ]
 
-# Gaps whose xfail passed: the capability landed. Kept as regression data.
-FIXED = []
+# Programs bytegraph gets wrong today (a result, an exception or a mutation that differs from
+# eager mode): the worst bugs, listed first in the triage. `matches` is unused.
+WRONG_RESULTS = [
+    Gap("closure-cells-empty",
+        "a function made in a compiled frame and returned has empty closure cells (NameError when called)",
+        "Frames that return functions made in the frame (transformers' mask functions, sliding_window_overlay) "
+        "must hand back their closure cells filled, or run eagerly; today the cell is empty.",
+        r"$^", returns_closure, _ones, "torch.ones(4)", lambda: torch.full((2,), 4.0),
+        observe=lambda inner: inner(torch.ones(2)), observe_text="result(torch.ones(2))",
+        compiled_text="NameError: cannot access free variable 'scale' where it is not associated with a value "
+                      "in enclosing scope (the returned function's cell is empty)"),
+    Gap("closure-cells-empty-2", "the same, returned beside a tensor, with an int in the cell",
+        "As above: the cell's value does not matter (an int read from a shape here).",
+        r"$^", returns_closure_and_tensor, _ones, "torch.ones(4)",
+        lambda: (torch.full((4,), 2.0), torch.full((2,), 5.0)),
+        observe=lambda result: (result[0], result[1](torch.ones(2))),
+        observe_text="(result[0], result[1](torch.ones(2)))",
+        compiled_text="NameError: cannot access free variable 'offset' where it is not associated with a value "
+                      "in enclosing scope"),
+]
+
+# Gaps whose xfail passed: the capability landed. Kept as regression data (their eager
+# behaviour and bytegraph's equality with it are still tested).
+FIXED = [
+    Gap("kwargs-store", "storing into **kwargs (kwargs[key] = value)",
+        "Mutations of dicts that outlive the trace (the frame's **kwargs, inputs): recorded and replayed.",
+        r"assigning an item of a dict that outlives the trace", kwargs_item_store, _ones, "torch.ones(4)",
+        lambda: torch.full((4,), 2.0)),
+]
