@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import enum
 import math
 import operator
 import types
@@ -162,6 +163,10 @@ _OP_NAMESPACES = ("_VariableFunctions", "_nn", "_linalg", "_fft", "_special", "_
 _OP_PYTHON_MODULES = ("torch.nn.functional", "torch.functional")
 
 
+# Py_TPFLAGS_HEAPTYPE: classes made by a class statement (or type()), not by C code.
+_HEAP_TYPE = 1 << 9
+
+
 def _collect_graph_ops():
     ids = set()
     for name in _OP_NAMESPACES:
@@ -277,7 +282,7 @@ def _classify_callable(obj):
     """The class of a callable, or None if `obj` is not one the table knows."""
     if id(obj) in _FOLDED or id(obj) in _EXTRA_FOLDED:
         return "folded"
-    if getattr(obj, "_torchdynamo_disable", False) is True or getattr(obj, "_bytegraph_disable", False) is True:
+    if _marked(obj, "_torchdynamo_disable") or _marked(obj, "_bytegraph_disable"):
         return "disabled"
     if _is_dynamo_graph_break(obj):
         return "graph_break"
@@ -288,11 +293,21 @@ def _classify_callable(obj):
     return None
 
 
+def _marked(obj, name) -> bool:
+    """A marker set on a function (graph_break, comptime, disable wrappers), read without
+    running any attribute hook of other objects."""
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+    if not isinstance(obj, types.FunctionType):
+        return False
+    return obj.__dict__.get(name, False) is True
+
+
 def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names above."""
-    if getattr(obj, "_bytegraph_graph_break", False) is True:
+    if _marked(obj, "_bytegraph_graph_break"):
         return "graph_break"
-    if getattr(obj, "_bytegraph_comptime", False) is True:
+    if _marked(obj, "_bytegraph_comptime"):
         return "comptime"
     if obj is torch.no_grad or obj is torch.enable_grad:
         return "grad_mode"
@@ -300,7 +315,7 @@ def classify(obj) -> str:
         return "pure_function"
     if isinstance(obj, torch.Tensor):
         return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
-    if isinstance(obj, _CONSTANT_TYPES):
+    if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
     if isinstance(obj, torch.nn.Module):
         return "leaf_module" if _is_leaf_module_class(type(obj)) else "module"
@@ -308,7 +323,7 @@ def classify(obj) -> str:
         return "tuple"
     if type(obj) is list:
         return "list"
-    if isinstance(obj, dict):
+    if type(obj) is dict:
         return "dict"
     if isinstance(obj, types.ModuleType):
         return "python_module"
@@ -332,7 +347,9 @@ def classify(obj) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return "builtin"
-        return "class"
+        return "user_class" if obj.__flags__ & _HEAP_TYPE else "class"
+    if type(obj).__flags__ & _HEAP_TYPE:
+        return "object"
     return "unknown"
 
 

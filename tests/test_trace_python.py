@@ -287,8 +287,10 @@ def test_plain_objects_attributes_and_methods():
         return cfg.apply(x) - _Config.scale
 
     result = check(f, torch.arange(3.0), config)
-    assert "L['cfg'].shift: EQUALS_MATCH 1.5" in result.guards
-    assert any(line.startswith("L['cfg']: ID_MATCH") for line in result.guards)
+    # The instance's own attribute through its __dict__ (no class hook runs in the guard), the
+    # object by its type (a new object of the same class each call still matches).
+    assert "L['cfg'].__dict__['shift']: EQUALS_MATCH 1.5" in result.guards
+    assert any(line.startswith("L['cfg']: TYPE_MATCH") for line in result.guards)
 
 
 def test_builtin_type_attributes():

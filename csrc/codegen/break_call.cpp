@@ -5,6 +5,7 @@
 #include "bytecode/opcodes.h"
 #include "codegen/break_site.h"
 #include "codegen/code_builder.h"
+#include "codegen/new_objects.h"
 #include "codegen/graph_call.h"
 #include "codegen/prefix.h"
 #include "python/errors.h"
@@ -26,7 +27,7 @@ bool uses_graph_outputs(const BreakCall& call) {
     if (plan.uses_graph_outputs()) return true;
   for (const auto& [name, plan] : call.cells)
     if (plan.uses_graph_outputs()) return true;
-  return uses_graph_outputs(call.effects);
+  return uses_graph_outputs(call.effects) || uses_graph_outputs(call.new_objects);
 }
 
 void emit_set_grad_enabled(CodeBuilder& builder, const BreakCall& call) {
@@ -49,6 +50,7 @@ bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakC
 
 // Every value is evaluated before anything is written: side effects, cells and locals.
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
+  emit_new_objects(builder, call.new_objects, code);
   emit_side_effect_operands(builder, call.effects, code);
   for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);

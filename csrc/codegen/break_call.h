@@ -38,6 +38,7 @@ struct BreakCall {
   std::vector<std::pair<std::string, OutputPlan>> locals;
   std::vector<std::pair<std::string, OutputPlan>> cells;  // contents of cell variables, by name
   std::vector<SideEffectPlan> effects;  // written back once the stack and locals are evaluated
+  std::vector<OutputPlan> new_objects;  // made first (codegen/new_objects.h)
   py::Ref<> kw_names;  // the CALL's pending keyword names, or null
   int offset = -1;     // of the breaking instruction in the code being replaced
   std::vector<ResumeCall> resumes;  // one per continuation of find_break_site, in order

@@ -1,4 +1,5 @@
 #include "bytecode/opcodes.h"
+#include "codegen/new_objects.h"
 #include "codegen/output_plan.h"
 #include "codegen/source_loader.h"
 #include "python/errors.h"
@@ -9,7 +10,8 @@ namespace op = bytecode::op;
 
 OutputPlan::OutputPlan(const OutputPlan& other)
     : kind(other.kind), index(other.index), constant(other.constant.copy()), source(other.source), items(other.items),
-      attribute(other.attribute), names(other.names), keys(other.keys.copy()) {}
+      attribute(other.attribute), names(other.names), keys(other.keys.copy()), make(other.make.copy()),
+      set_item(other.set_item.copy()) {}
 
 OutputPlan& OutputPlan::operator=(const OutputPlan& other) {
   if (this != &other) *this = OutputPlan(other);
@@ -128,6 +130,11 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       return;
     case Kind::GradModeExit:
       throw InternalError("emit_plan: a grad-mode block's exit is entered again, not rebuilt");
+    case Kind::Temp:
+      builder.load_fast(new_object_local(plan.index));
+      return;
+    case Kind::NewObject:
+      throw InternalError("emit_plan: new objects are made by emit_new_objects");
   }
   throw InternalError("emit_plan: unknown plan kind");
 }

@@ -21,6 +21,7 @@ FramePlan plan_frame(PyCodeObject* code, const trace::TraceResult& result) {
   if (!result.graph_break) {
     plan.result = *result.output;
     plan.effects = result.side_effects;
+    plan.new_objects = result.new_objects;
     return plan;
   }
   plan.split = plan_split(code, result);
@@ -37,6 +38,7 @@ py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn) {
     if (compiled_fn) call.compiled_fn = py::Ref<>::newref(compiled_fn);
     call.result = *plan.result;
     call.effects = plan.effects;
+    call.new_objects = plan.new_objects;
     return generate_graph_call(code, call);
   }
   return generate_break_call(code, plan.decoded->instructions, plan.split->site, plan.split->call, plan.inputs,

@@ -23,6 +23,7 @@ struct FramePlan {
   std::vector<guards::SourcePtr> inputs;
   std::optional<OutputPlan> result;  // captured whole: the return value
   std::vector<SideEffectPlan> effects;  // captured whole: what is written back
+  std::vector<OutputPlan> new_objects;  // captured whole: objects made first
   std::optional<FrameSplit> split;   // split at a break
   std::shared_ptr<trace::CodeInfo> decoded;
 

@@ -188,6 +188,7 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
   call.locals = state.locals;
   call.cells = state.cells;
   call.effects = state.side_effects;
+  call.new_objects = state.new_objects;
   call.kw_names = state.kw_names ? state.kw_names.copy() : py::Ref<>();
   call.offset = offset;
   return split;

@@ -4,6 +4,7 @@
 #include "bytecode/decode.h"
 #include "bytecode/opcodes.h"
 #include "codegen/code_builder.h"
+#include "codegen/new_objects.h"
 #include "codegen/prefix.h"
 #include "codegen/source_loader.h"
 #include "python/errors.h"
@@ -31,9 +32,11 @@ py::Ref<> generate_graph_call(PyCodeObject* original, const GraphCall& call) {
   copy_prefix(builder, original);
   builder.set_positions(first_line_positions(original));
   if (call.compiled_fn) {
-    const bool keep = call.result.uses_graph_outputs() || uses_graph_outputs(call.effects);
+    const bool keep =
+        call.result.uses_graph_outputs() || uses_graph_outputs(call.effects) || uses_graph_outputs(call.new_objects);
     emit_graph_call(builder, call.inputs, call.compiled_fn.get(), keep, original);
   }
+  emit_new_objects(builder, call.new_objects, original);
   emit_side_effect_operands(builder, call.effects, original);
   emit_plan(builder, call.result, original);
   emit_side_effect_writes(builder, call.effects);

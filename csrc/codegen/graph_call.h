@@ -23,6 +23,7 @@ struct GraphCall {
   py::Ref<> compiled_fn;  // null when nothing was captured (the result is all constants/sources)
   OutputPlan result;
   std::vector<SideEffectPlan> effects;  // written back after the result is evaluated
+  std::vector<OutputPlan> new_objects;  // made first (codegen/new_objects.h)
 };
 
 // Emits `compiled_fn(*inputs)` with each input re-read from its source; the output tuple

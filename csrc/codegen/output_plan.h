@@ -25,6 +25,9 @@ struct OutputPlan {
     MakeFunction,
     GradModeExit,  // the exit of an open grad-mode block (`constant`: the mode it restores); split planning
                    // replaces it by EnterContext, it is never emitted
+    Temp,          // an object generated code made before anything else (`index`: see new_objects.h)
+    NewObject,     // how that object is made: `constant` the class, `make` its allocator; attributes
+                   // `names` = `items`, then (dict subclasses) `keys` = the remaining items, set with `set_item`
   };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
@@ -35,6 +38,7 @@ struct OutputPlan {
   std::string attribute;         // Attr
   std::vector<std::string> names;  // MakeFunction: the closure's cell/free variables
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
+  py::Ref<> make, set_item;      // NewObject
 
   OutputPlan() = default;
   OutputPlan(OutputPlan&&) noexcept = default;

@@ -44,6 +44,10 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
       emit_load_source(builder, *source.base, code);
       builder.subscript_const(source.key.get());
       return;
+    case Kind::InstanceDict:
+      emit_load_source(builder, *source.base, code);
+      builder.load_attr("__dict__");
+      return;
     case Kind::Globals:
       throw InternalError("codegen: the globals dict is not a value to load");
     case Kind::Held:

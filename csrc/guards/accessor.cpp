@@ -196,6 +196,19 @@ class GlobalsDictAccessor final : public Accessor {
   bool borrows_from_container() const override { return false; }
 };
 
+// The instance's own attribute dict (never a class's __getattr__/__getattribute__ hook).
+class InstanceDictAccessor final : public Accessor {
+ public:
+  using Accessor::Accessor;
+  Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    PyObject* dict = PyObject_GenericGetDict(parent, nullptr);  // new ref
+    if (dict == nullptr) return missing_or_throw(PyExc_AttributeError);
+    return Fetched::owned(py::Ref<>::steal(dict));
+  }
+  const char* missing_reason() const override { return "no instance dict"; }
+  bool borrows_from_container() const override { return false; }
+};
+
 class TypeAccessor final : public Accessor {
  public:
   using Accessor::Accessor;
@@ -232,6 +245,8 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
       return std::make_unique<HeldObjectAccessor>(source.key.copy(), std::move(child));
     case Source::Kind::Globals:
       return std::make_unique<GlobalsDictAccessor>(std::move(child));
+    case Source::Kind::InstanceDict:
+      return std::make_unique<InstanceDictAccessor>(std::move(child));
   }
   throw InternalError("make_accessor: unknown source kind");
 }

@@ -40,6 +40,7 @@ const char* kind_name(Source::Kind kind) {
     case Source::Kind::Type: return "type";
     case Source::Kind::Held: return "held";
     case Source::Kind::Globals: return "globals";
+    case Source::Kind::InstanceDict: return "instance_dict";
   }
   return "?";
 }

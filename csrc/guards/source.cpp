@@ -50,6 +50,8 @@ std::string Source::repr() const {
       return name;
     case Kind::Globals:
       return "G";
+    case Kind::InstanceDict:
+      return base->repr() + ".__dict__";
   }
   return "<bad source>";
 }
@@ -89,6 +91,14 @@ SourcePtr held_source(py::Ref<> object, std::string name) {
 }
 
 SourcePtr globals_dict_source() { return make_root(Source::Kind::Globals, "G", -1); }
+
+SourcePtr instance_dict_of(SourcePtr base) {
+  return make_derived(Source::Kind::InstanceDict, std::move(base), {}, nullptr);
+}
+
+SourcePtr instance_dict_source(SourcePtr base, std::string name) {
+  return item_source(instance_dict_of(std::move(base)), check(PyUnicode_FromString(name.c_str())));
+}
 
 SourcePtr type_source(SourcePtr base) {
   return make_derived(Source::Kind::Type, std::move(base), {}, nullptr);

@@ -29,6 +29,7 @@ struct Source {
     Type,     // type(base)
     Held,     // an object the guards hold (another module's globals dict), named `name`
     Globals,  // the frame's globals dict itself
+    InstanceDict,  // base.__dict__, read without running the class's own attribute hooks
   };
   Kind kind;
   SourcePtr base;   // Attr, Item, Type
@@ -51,5 +52,8 @@ SourcePtr type_source(SourcePtr base);
 // function from another module (pinned by that function's guards), read again on each check.
 SourcePtr held_source(py::Ref<> object, std::string name);
 SourcePtr globals_dict_source();
+// base.__dict__[name]: an attribute stored on the instance itself.
+SourcePtr instance_dict_source(SourcePtr base, std::string name);
+SourcePtr instance_dict_of(SourcePtr base);
 
 }  // namespace bytegraph::guards

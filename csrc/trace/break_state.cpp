@@ -62,12 +62,14 @@ BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::ve
     for (size_t i = 0; i < frame.stack.size(); ++i)
       state.stack.push_back(plan_or_explain(writer, frame.stack[i], "stack item " + std::to_string(i) + " is"));
     state.side_effects = writer.side_effects();
+    state.new_objects = writer.take_new_objects();
   } catch (const NotRestorable& error) {
     state.not_restorable = "cannot rebuild " + error.why;
     state.stack.clear();
     state.locals.clear();
     state.cells.clear();
     state.side_effects.clear();
+    state.new_objects.clear();
     outputs = kept_outputs;
   }
   return state;

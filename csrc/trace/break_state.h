@@ -21,6 +21,7 @@ struct BreakState {
   std::vector<std::pair<std::string, codegen::OutputPlan>> locals;  // live, bound locals, in slot order
   std::vector<std::pair<std::string, codegen::OutputPlan>> cells;   // bound cell variables' contents
   std::vector<codegen::SideEffectPlan> side_effects;                // changes written back before resuming
+  std::vector<codegen::OutputPlan> new_objects;                     // objects made in the trace, made first
   py::Ref<> kw_names;          // the pending KW_NAMES tuple of a CALL, or null
   std::string not_restorable;  // empty when every value has a plan
   bool grad_enabled = true;    // the grad mode at the break (inside any grad-mode blocks)

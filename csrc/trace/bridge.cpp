@@ -31,6 +31,8 @@ const Bridge& Bridge::get() {
     b->describe_fake = attr(module.get(), "describe_fake");
     py::Ref<> torch = check(PyImport_ImportModule("torch"));
     b->tensor_type = attr(torch.get(), "Tensor");
+    py::Ref<> nn = attr(torch.get(), "nn");
+    b->module_type = attr(nn.get(), "Module");
     b->no_grad = attr(torch.get(), "no_grad");
     b->is_grad_enabled = attr(torch.get(), "is_grad_enabled");
     py::Ref<> torch_c = attr(torch.get(), "_C");
@@ -60,6 +62,7 @@ ObjectKind classify(PyObject* object) {
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
+      {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},
   };
   for (const auto& [text, value] : table)

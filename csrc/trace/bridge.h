@@ -21,6 +21,7 @@ struct Bridge {
   py::Ref<> build_graph_module;
   py::Ref<> describe_fake;
   py::Ref<> tensor_type;     // torch.Tensor
+  py::Ref<> module_type;     // torch.nn.Module
   py::Ref<> getitem;         // operator.getitem
   py::Ref<> getattr;         // builtins.getattr
   py::Ref<> linecache_getline;
@@ -35,7 +36,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, Module, LeafModule, Tuple, List, Dict, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

@@ -168,9 +168,11 @@ void load_method(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   frame.push(std::move(attribute));
 }
 
-void store_attr(Tracer&, FrameState& frame, const Instruction& inst) {
-  ValuePtr object = frame.top(0);
-  unsupported("side_effect", "setting attribute '" + name_of(inst) + "' of " + object->repr());
+// [value, owner] -> []: the owner's kind records the change (or breaks).
+void store_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr object = frame.pop();
+  ValuePtr value = frame.pop();
+  object->set_attr(tracer, name_of(inst), value);
 }
 
 // Writes that outlive the trace: replaying them after the graph is not implemented yet.
@@ -178,8 +180,9 @@ void store_global(Tracer&, FrameState&, const Instruction& inst) {
   unsupported("side_effect", "assigning the global '" + name_of(inst) + "'");
 }
 
-void delete_attr(Tracer&, FrameState& frame, const Instruction& inst) {
-  unsupported("side_effect", "deleting attribute '" + name_of(inst) + "' of " + frame.top()->repr());
+void delete_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {
+  ValuePtr object = frame.pop();
+  object->del_attr(tracer, name_of(inst));
 }
 
 // 3.13's paired instructions: two locals in one argument (first arg >> 4, then arg & 15).

@@ -16,6 +16,10 @@ void Journal::save(const ValuePtr& value) {
     saved.contents = cell->contents;
   } else if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
     saved.position = iterator->position();
+  } else if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
+    saved.attrs = object->attrs;
+  } else if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
+    saved.attrs = module->attrs;
   } else {
     throw InternalError("journal: " + value->repr() + " is not a mutable value");
   }
@@ -35,6 +39,10 @@ void Journal::undo_to(size_t length) {
       cell->contents = std::move(saved.contents);
     } else if (auto* iterator = dynamic_cast<IteratorValue*>(value)) {
       iterator->set_position(saved.position);
+    } else if (auto* object = dynamic_cast<ObjectValue*>(value)) {
+      object->attrs = std::move(saved.attrs);
+    } else if (auto* module = dynamic_cast<ModuleValue*>(value)) {
+      module->attrs = std::move(saved.attrs);
     }
     entries_.pop_back();
   }

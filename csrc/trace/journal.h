@@ -27,6 +27,7 @@ class Journal {
     Args values;                  // DictValue
     ValuePtr contents;            // CellValue
     size_t position = 0;          // IteratorValue
+    std::vector<std::pair<std::string, ValuePtr>> attrs;  // ObjectValue, ModuleValue
   };
   std::vector<Saved> entries_;
 };

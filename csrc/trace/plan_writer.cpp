@@ -13,6 +13,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   if (value->source()) return OutputPlan::of_source(value->source());
   if (auto* tensor_value = dynamic_cast<TensorValue*>(value.get())) return tensor(*tensor_value);
   if (value->is_constant()) return OutputPlan::of_constant(value->constant());
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
   require_single_reference(value);
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     OutputPlan plan;
@@ -75,6 +76,22 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
   using Effect = codegen::SideEffectPlan;
   std::vector<Effect> effects;
   for (const ValuePtr& value : tracer_.side_effects.mutated()) {
+    if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
+      object_effects(*object, effects);
+      continue;
+    }
+    if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
+      // The module's own __setattr__ puts a buffer's new tensor in its buffers.
+      for (const auto& [name, attr] : module->attrs) {
+        Effect effect;
+        effect.kind = Effect::Kind::SetAttr;
+        effect.target = OutputPlan::of_source(value->source());
+        effect.name = name;
+        effect.value = plan(attr);
+        effects.push_back(std::move(effect));
+      }
+      continue;
+    }
     Effect effect;
     effect.target = OutputPlan::of_source(value->source());
     if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
@@ -90,6 +107,73 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
     effects.push_back(std::move(effect));
   }
   return effects;
+}
+
+void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects) {
+  using Effect = codegen::SideEffectPlan;
+  static PyObject* setattr = PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__setattr__");  // borrowed, immortal
+  for (const auto& [name, attr] : object.attrs) {
+    Effect effect;
+    effect.target = OutputPlan::of_source(object.source());
+    effect.name = name;
+    if (attr) {
+      // The class's own __setattr__ already ran in the trace: write what it wrote.
+      effect.kind = Effect::Kind::SetAttr;
+      effect.value = plan(attr);
+      effect.setter = py::Ref<>::newref(setattr);
+    } else {
+      effect.kind = Effect::Kind::DelAttr;
+    }
+    effects.push_back(std::move(effect));
+  }
+  if (object.has_dict_storage())
+    throw NotRestorable{"changes to the items of " + object.repr() + ", a dict subclass from outside the trace"};
+}
+
+// The first __setitem__ along the MRO that is not Python code: the dict base's own (dict's,
+// OrderedDict's), which stores an item without running the class's overrides.
+py::Ref<> base_set_item(PyObject* type) {
+  PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;  // borrowed
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* found = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict, "__setitem__");
+    if (found && !PyFunction_Check(found)) return py::Ref<>::newref(found);
+  }
+  throw InternalError("a dict subclass without a builtin __setitem__");
+}
+
+OutputPlan PlanWriter::new_object(ObjectValue& object) {
+  if (auto found = temps_.find(&object); found != temps_.end()) {
+    OutputPlan temp;
+    temp.kind = OutputPlan::Kind::Temp;
+    temp.index = found->second;
+    return temp;
+  }
+  const int index = static_cast<int>(new_objects_.size());
+  temps_.emplace(&object, index);
+  new_objects_.emplace_back();  // reserved: the object's own values may refer back to it
+  OutputPlan made;
+  made.kind = OutputPlan::Kind::NewObject;
+  made.constant = py::Ref<>::newref(object.python_type());
+  made.make = check(PyObject_GetAttrString(object.python_type(), "__new__"));
+  for (const auto& [name, attr] : object.attrs) {
+    if (!attr) continue;  // deleted: never set
+    made.names.push_back(name);
+    made.items.push_back(plan(attr));
+  }
+  if (object.has_dict_storage()) {
+    std::shared_ptr<DictValue> items = object.dict_storage(tracer_);
+    made.keys = check(PyTuple_New(static_cast<Py_ssize_t>(items->keys.size())));
+    for (size_t i = 0; i < items->keys.size(); ++i) {
+      PyTuple_SET_ITEM(made.keys.get(), i, items->keys[i].copy().release());
+      made.items.push_back(plan(items->values[i]));
+    }
+    made.set_item = base_set_item(object.python_type());
+  }
+  new_objects_[index] = std::move(made);
+  OutputPlan temp;
+  temp.kind = OutputPlan::Kind::Temp;
+  temp.index = index;
+  return temp;
 }
 
 OutputPlan PlanWriter::dict_plan(const DictValue& dict) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -34,6 +35,9 @@ class PlanWriter {
   // What generated code writes back to the objects from outside the trace that it changed
   // (Tracer::side_effects), in the order they were first changed. Throws NotRestorable.
   std::vector<codegen::SideEffectPlan> side_effects();
+  // The objects made in the trace that the plans written so far refer to (Temp(i) is the
+  // i-th); call last.
+  std::vector<codegen::OutputPlan> take_new_objects() { return std::move(new_objects_); }
 
  private:
   void require_single_reference(const ValuePtr& value);
@@ -42,12 +46,16 @@ class PlanWriter {
   std::vector<codegen::OutputPlan> plans_of(const Args& items);
   codegen::OutputPlan tensor(const TensorValue& tensor);
   codegen::OutputPlan dict_plan(const DictValue& dict);
+  codegen::OutputPlan new_object(ObjectValue& object);
+  void object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects);
   int output_index(int node);
 
   Tracer& tracer_;
   const FrameState& frame_;
   std::vector<int>& outputs_;
   std::unordered_set<const Value*> made_here_;
+  std::vector<codegen::OutputPlan> new_objects_;
+  std::unordered_map<const Value*, int> temps_;
 };
 
 }  // namespace bytegraph::trace

@@ -29,6 +29,7 @@ struct TraceResult {
   std::optional<codegen::OutputPlan> output;
   // What generated code writes back to objects from outside the frame (with `output`).
   std::vector<codegen::SideEffectPlan> side_effects;
+  std::vector<codegen::OutputPlan> new_objects;  // objects made in the trace that outlive it
   // The traced function's code, decoded once for the whole compile (codegen splits it).
   std::shared_ptr<CodeInfo> code;
   std::shared_ptr<guards::GuardSet> guard_set;

@@ -47,6 +47,9 @@ class Value : public std::enable_shared_from_this<Value> {
   virtual bool is_null() const { return false; }
 
   virtual ValuePtr get_attr(Tracer& tracer, const std::string& name);
+  // STORE_ATTR / DELETE_ATTR: the default is a break (the kind cannot record the change).
+  virtual void set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value);
+  virtual void del_attr(Tracer& tracer, const std::string& name);
   virtual ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs);
   virtual py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const;
   // Truthiness for branches; a tensor's is data dependent.
@@ -364,6 +367,11 @@ class ModuleValue : public Value {
   std::string repr() const override;
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(module_.get()); }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  // Plain attributes and buffers (a tensor stored under a buffer's name); written back with
+  // the module's own __setattr__ after the graph. New parameters or submodules are a break.
+  void set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) override;
+  // Attributes written during the trace, in first-write order.
+  std::vector<std::pair<std::string, ValuePtr>> attrs;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   std::optional<Args> unpack(Tracer& tracer) override;  // ModuleList / Sequential children
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
@@ -389,6 +397,65 @@ class PythonModuleValue : public Value {
   py::Ref<> module_;
 };
 
+// An instance of a Python class with no kind of its own (a config, a cache, a dataclass, a
+// model output): one that exists outside the trace (`real`, guarded by its type, its
+// attributes read through its source) or one the trace made by calling its class (`real`
+// null: generated code makes it after the graph, attributes and dict items included).
+// Attribute access follows object.__getattribute__ / __setattr__: data descriptors, the
+// instance's attributes, methods and class attributes, __getattr__; Python overrides of
+// these, properties, __call__, __getitem__, __bool__ and __len__ are inlined.
+class ObjectValue : public Value {
+ public:
+  ObjectValue(py::Ref<> type, py::Ref<> real, guards::SourcePtr source)
+      : Value(std::move(source)), type_(std::move(type)), real_(std::move(real)) {}
+  std::string repr() const override;
+  PyObject* python_type() const override { return type_.get(); }
+  PyObject* real_object() const override { return real_.get(); }
+  bool is_new() const { return !real_; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  void set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) override;
+  void del_attr(Tracer& tracer, const std::string& name) override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  bool truthy(Tracer& tracer) const override;
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  std::optional<Args> unpack(Tracer& tracer) override;
+
+  // object.__getattribute__ / __setattr__ / __delattr__ themselves (what the class's own
+  // overrides reach through super() or object.__setattr__(self, ...)).
+  ValuePtr generic_get_attr(Tracer& tracer, const std::string& name);
+  void generic_set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value);
+  void generic_del_attr(Tracer& tracer, const std::string& name);
+  // A dict subclass instance's own items (made on first use; new objects start empty).
+  std::shared_ptr<DictValue> dict_storage(Tracer& tracer);
+  bool has_dict_storage() const { return static_cast<bool>(items_); }
+
+  // Attributes written during the trace, in first-write order; a null value is a delete.
+  std::vector<std::pair<std::string, ValuePtr>> attrs;
+  guards::SourcePtr class_source;  // new objects: where their class was read from
+
+ private:
+  ValuePtr class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name);
+  guards::SourcePtr class_attribute_source(const std::string& name) const;
+  ValuePtr inline_special(Tracer& tracer, const char* name, const Args& args);
+
+  py::Ref<> type_, real_;
+  std::shared_ptr<DictValue> items_;
+};
+
+// A method of object or of a builtin base class reached on an ObjectValue (through super(),
+// `object.__setattr__(self, ...)` or a dict subclass's dict methods): applied to the
+// symbolic object, never run for real.
+class ObjectSlotValue : public Value {
+ public:
+  ObjectSlotValue(std::shared_ptr<ObjectValue> self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
+  std::string repr() const override { return "ObjectSlotVariable(" + self_->repr() + ", " + name_ + ")"; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  std::shared_ptr<ObjectValue> self_;
+  std::string name_;
+};
+
 // Any other real object: usable as a constant-like opaque value (identity comparisons,
 // isinstance), but attribute reads and calls are not understood yet.
 class OpaqueValue : public Value {
@@ -404,6 +471,15 @@ class OpaqueValue : public Value {
 
  private:
   py::Ref<> object_;
+};
+
+// A Python class: its attributes as OpaqueValue reads them; calling it makes a new
+// ObjectValue and inlines __init__ (or builds a named tuple).
+class ClassValue : public OpaqueValue {
+ public:
+  using OpaqueValue::OpaqueValue;
+  std::string repr() const override;
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
 };
 
 }  // namespace bytegraph::trace

@@ -91,6 +91,8 @@ void Tracer::will_mutate(const ValuePtr& value) {
   bool made_here = true;
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) made_here = seq->mutable_here();
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) made_here = dict->mutable_here();
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get())) made_here = object->is_new();
+  if (dynamic_cast<ModuleValue*>(value.get())) made_here = false;
   if (!made_here) unsupported("side_effect", "changing " + value->repr() + ", which the trace has no name for");
 }
 
@@ -175,13 +177,16 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return wrap_tensor(real, source);
     case ObjectKind::Module:
     case ObjectKind::LeafModule: {
+      if (ValuePtr known = known_object(real, source)) return known;
       guards.add(K::Id, source, real);
       if (source) {
         py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
         guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
       }
       bool leaf = kind == ObjectKind::LeafModule;
-      return std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
+      auto module = std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
+      side_effects.remember(real, module);
+      return module;
     }
     case ObjectKind::Tuple:
     case ObjectKind::List: {
@@ -251,6 +256,19 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::GradMode:
       if (is_direct(source)) guards.add(K::Id, source, real);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
+    case ObjectKind::UserClass:
+      guards.add(K::Id, source, real);
+      return std::make_shared<ClassValue>(py::Ref<>::newref(real), source);
+    case ObjectKind::Object: {
+      // Pinned by its class, not its identity: an object made anew per call (a cache, an
+      // output structure) must not fail an identity guard each time. What the trace reads
+      // from it is guarded through its sources.
+      if (ValuePtr known = known_object(real, source)) return known;
+      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+      auto object = std::make_shared<ObjectValue>(py::Ref<>::newref((PyObject*)Py_TYPE(real)), py::Ref<>::newref(real), source);
+      side_effects.remember(real, object);
+      return object;
+    }
     case ObjectKind::Class:
     case ObjectKind::Unknown:
       guards.add(K::Id, source, real);

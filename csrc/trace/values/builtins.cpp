@@ -100,13 +100,33 @@ ValuePtr call_isinstance(Tracer& tracer, const Args& args) {
   return make_bool(result == 1);
 }
 
+// The attribute, or null where reading it raises AttributeError. Symbolic objects and modules
+// read it symbolically (their guards then say why it is missing); other values only say
+// whether the real object has it, where that cannot change (classes, modules, functions are
+// pinned by identity).
+ValuePtr attribute_or_null(Tracer& tracer, const ValuePtr& owner, const std::string& name) {
+  if (dynamic_cast<ObjectValue*>(owner.get()) || dynamic_cast<ModuleValue*>(owner.get())) {
+    try {
+      return owner->get_attr(tracer, name);
+    } catch (const Unsupported& error) {
+      if (std::string(error.kind()) == "attribute_error") return nullptr;
+      throw;
+    }
+  }
+  if (PyObject* real = owner->real_object()) {
+    tracer.pin_identity(owner);
+    if (!PyObject_HasAttrString(real, name.c_str())) return nullptr;
+  }
+  return owner->get_attr(tracer, name);
+}
+
 ValuePtr call_getattr(Tracer& tracer, const Args& args) {
   if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
     unsupported("unsupported_call", "getattr with a non-constant name");
   std::string name = PyUnicode_AsUTF8(args[1]->constant());
   if (args.size() == 3) {
-    if (PyObject* real = args[0]->real_object(); real && !PyObject_HasAttrString(real, name.c_str()))
-      return args[2];
+    ValuePtr found = attribute_or_null(tracer, args[0], name);
+    return found ? found : args[2];
   }
   return args[0]->get_attr(tracer, name);
 }
@@ -114,7 +134,8 @@ ValuePtr call_getattr(Tracer& tracer, const Args& args) {
 ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   if (!args[1]->is_constant() || !PyUnicode_Check(args[1]->constant()))
     unsupported("unsupported_call", "hasattr with a non-constant name");
-  if (PyObject* real = args[0]->real_object()) return make_bool(PyObject_HasAttr(real, args[1]->constant()));
+  if (args[0]->real_object() || dynamic_cast<ObjectValue*>(args[0].get()))
+    return make_bool(attribute_or_null(tracer, args[0], PyUnicode_AsUTF8(args[1]->constant())) != nullptr);
   if (args[0]->is_constant()) return make_bool(PyObject_HasAttr(args[0]->constant(), args[1]->constant()));
   if (auto* tensor = dynamic_cast<TensorValue*>(args[0].get()))
     return make_bool(PyObject_HasAttr(tensor->fake(), args[1]->constant()));
@@ -233,11 +254,25 @@ ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
   Py_ssize_t n = PyTuple_GET_SIZE(mro), start = 0;
   while (start < n && PyTuple_GET_ITEM(mro, start) != cls_.get()) ++start;
   for (Py_ssize_t i = start + 1; i < n; ++i) {
-    PyObject* dict = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
-    PyObject* found = PyDict_GetItemString(dict, name.c_str());  // borrowed
+    PyObject* owner = PyTuple_GET_ITEM(mro, i);
+    PyObject* found = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(owner)->tp_dict, name.c_str());  // borrowed
     if (found == nullptr) continue;
     if (PyFunction_Check(found))
       return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, nullptr), self_);
+    if (PyObject_TypeCheck(found, &PyProperty_Type)) {
+      py::Ref<> getter = check(PyObject_GetAttrString(found, "fget"));
+      if (PyFunction_Check(getter.get())) return tracer.wrap_user_function(getter.get(), nullptr)->call(tracer, {self_}, {});
+    }
+    if (Py_TYPE(found) == &PyStaticMethod_Type || Py_TYPE(found) == &PyClassMethod_Type) {
+      py::Ref<> bound = check(PyObject_GetAttrString(owner, name.c_str()));
+      return tracer.wrap(bound.get(), nullptr);
+    }
+    // A method of object or of a builtin base (object.__setattr__, OrderedDict.__setitem__):
+    // applied to the symbolic object.
+    if (auto object = std::dynamic_pointer_cast<ObjectValue>(self_); object && !PyType_HasFeature(reinterpret_cast<PyTypeObject*>(owner), Py_TPFLAGS_HEAPTYPE))
+      return std::make_shared<ObjectSlotValue>(object, name);
+    if (name == "__init__" && owner == reinterpret_cast<PyObject*>(&PyBaseObject_Type))
+      return std::make_shared<FoldedCallValue>(py::Ref<>::newref(found), py::Ref<>::newref(Py_None), nullptr);
     unsupported("unsupported_attribute", repr() + "." + name + " is not a Python function");
   }
   unsupported("unsupported_attribute", repr() + " has no attribute '" + name + "'");
@@ -249,8 +284,36 @@ std::string BuiltinValue::repr() const {
   return "BuiltinVariable(" + (name ? py_str(name.get()) : py_repr(function_.get())) + ")";
 }
 
+namespace {
+
+// object.__setattr__(obj, ...), dict.__setitem__(obj, ...): a method of object or of a builtin
+// base called with a symbolic object as its first argument.
+ValuePtr call_on_object(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
+  if (args.empty()) return nullptr;
+  auto object = std::dynamic_pointer_cast<ObjectValue>(args[0]);
+  if (!object) return nullptr;
+  if (!PyObject_TypeCheck(function, &PyWrapperDescr_Type) && !PyObject_TypeCheck(function, &PyMethodDescr_Type))
+    return nullptr;
+  PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(function)->d_type;
+  if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(object->python_type()), owner)) return nullptr;
+  py::Ref<> name = check(PyObject_GetAttrString(function, "__name__"));
+  Args rest(args.begin() + 1, args.end());
+  return ObjectSlotValue(object, PyUnicode_AsUTF8(name.get())).call(tracer, rest, kwargs);
+}
+
+}  // namespace
+
 ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* function = function_.get();
+  if (ValuePtr result = call_on_object(tracer, function, args, kwargs)) return result;
+  if (function == builtin("setattr") && args.size() == 3 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
+    args[0]->set_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()), args[2]);
+    return ConstantValue::none();
+  }
+  if (function == builtin("delattr") && args.size() == 2 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
+    args[0]->del_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
+    return ConstantValue::none();
+  }
   if (function == builtin("print")) unsupported("print", "print() has a side effect outside the graph");
   if (function == builtin("len") && args.size() == 1) return call_len(tracer, args[0]);
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);

@@ -42,6 +42,8 @@ std::string ModuleValue::repr() const {
 }
 
 ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
+  for (const auto& [attr, value] : attrs)
+    if (attr == name) return value;  // written earlier in the trace
   // A property computes from the instance's state: run its getter on this module, so what it
   // reads is guarded where it comes from.
   py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
@@ -53,7 +55,13 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   }
   PyObject* attribute = PyObject_GetAttrString(module_.get(), name.c_str());
   if (attribute == nullptr) {
+    bool missing = PyErr_ExceptionMatches(PyExc_AttributeError);
     PythonError error = PythonError::fetch();
+    if (missing && source()) {
+      // Absent now; valid while no attribute of that name is set on the module.
+      tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
+      unsupported("attribute_error", error.what());
+    }
     unsupported("unsupported_attribute", error.what());
   }
   py::Ref<> real = py::Ref<>::steal(attribute);
@@ -78,6 +86,31 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
     }
   }
   return tracer.wrap(real.get(), attr_source);
+}
+
+void ModuleValue::set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
+  static const char* tables[] = {"_parameters", "_modules"};
+  for (const char* table : tables) {
+    py::Ref<> dict = check(PyObject_GetAttrString(module_.get(), table));
+    if (PyDict_Check(dict.get()) && PyDict_GetItemString(dict.get(), name.c_str()))
+      unsupported("side_effect", "replacing " + std::string(table + 1) + " '" + name + "' of " + repr());
+  }
+  if (dynamic_cast<ModuleValue*>(value.get()) || (value->python_type() && value->python_type() != Bridge::get().tensor_type.get() &&
+                                                  PyObject_IsSubclass(value->python_type(), Bridge::get().tensor_type.get()) == 1))
+    unsupported("side_effect", "registering '" + name + "' (a module or parameter) on " + repr());
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* on_class = _PyType_Lookup(Py_TYPE(module_.get()), key.get());  // borrowed
+  if (on_class && Py_TYPE(on_class)->tp_descr_set) unsupported("side_effect", "setting '" + name + "', a descriptor of " + repr());
+  // A plain attribute, or a buffer's new tensor: the module's own __setattr__ stores it where
+  // it belongs when generated code writes it back.
+  tracer.will_mutate(shared_from_this());
+  for (auto& [attr, current] : attrs) {
+    if (attr == name) {
+      current = value;
+      return;
+    }
+  }
+  attrs.emplace_back(name, value);
 }
 
 ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {

@@ -33,6 +33,14 @@ ValuePtr Value::get_attr(Tracer&, const std::string& name) {
   unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "')");
 }
 
+void Value::set_attr(Tracer&, const std::string& name, const ValuePtr&) {
+  unsupported("side_effect", "setting attribute '" + name + "' of " + repr());
+}
+
+void Value::del_attr(Tracer&, const std::string& name) {
+  unsupported("side_effect", "deleting attribute '" + name + "' of " + repr());
+}
+
 ValuePtr Value::call(Tracer&, const Args&, const KwArgs&) {
   unsupported("unsupported_call", "calling " + repr());
 }

@@ -1,0 +1,383 @@
+// Instances of Python classes (ObjectValue) and the classes themselves (ClassValue): attribute
+// access as object.__getattribute__ / __setattr__ do it, Python overrides inlined, changes
+// kept on the symbolic object and written back (or the object made) after the graph.
+#include <cstring>
+
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+using guards::SourcePtr;
+
+// The attribute `name` on `type` through its MRO, without binding (borrowed), or null.
+PyObject* type_lookup(PyObject* type, const std::string& name) {
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  return _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), key.get());
+}
+
+PyObject* object_slot(const char* name) {
+  return PyDict_GetItemString(PyBaseObject_Type.tp_dict, name);  // borrowed, lives forever
+}
+
+bool is_data_descriptor(PyObject* descriptor) {
+  return descriptor != nullptr && Py_TYPE(descriptor)->tp_descr_set != nullptr;
+}
+
+// A Python override of a special method (not object's own slot, not a C base's): the
+// function to inline, or null when the class does not override it.
+PyObject* python_override(PyObject* type, const char* name) {
+  PyObject* found = type_lookup(type, name);
+  if (found == nullptr || found == object_slot(name)) return nullptr;
+  if (PyFunction_Check(found)) return found;
+  return nullptr;
+}
+
+ValuePtr inline_function(Tracer& tracer, PyObject* function, const Args& args) {
+  return tracer.wrap_user_function(function, nullptr)->call(tracer, args, {});
+}
+
+py::Ref<> unicode(const std::string& text) { return check(PyUnicode_FromString(text.c_str())); }
+
+}  // namespace
+
+std::string ObjectValue::repr() const {
+  std::string name = reinterpret_cast<PyTypeObject*>(type_.get())->tp_name;
+  return std::string(is_new() ? "NewObjectVariable(" : "ObjectVariable(") + name +
+         (source() ? ", " + source()->repr() : std::string()) + ")";
+}
+
+SourcePtr ObjectValue::class_attribute_source(const std::string& name) const {
+  if (source()) return guards::attr_source(guards::type_source(source()), name);
+  if (class_source) return guards::attr_source(class_source, name);
+  return nullptr;
+}
+
+// A non-data descriptor or plain value found on the class: methods bind to this object.
+ValuePtr ObjectValue::class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name) {
+  auto self = std::static_pointer_cast<ObjectValue>(shared_from_this());
+  if (PyFunction_Check(descriptor))
+    return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(descriptor, class_attribute_source(name)), self);
+  if (Py_TYPE(descriptor) == &PyStaticMethod_Type || Py_TYPE(descriptor) == &PyClassMethod_Type) {
+    // Bound by the class itself: the same object whether read from the class or an instance.
+    py::Ref<> bound = check(PyObject_GetAttrString(type_.get(), name.c_str()));
+    return tracer.wrap(bound.get(), class_attribute_source(name));
+  }
+  if (Py_TYPE(descriptor)->tp_descr_get != nullptr) {
+    // A C method of a builtin base (dict.keys on a dict subclass): applied to the symbolic object.
+    return std::make_shared<ObjectSlotValue>(self, name);
+  }
+  return tracer.wrap(descriptor, class_attribute_source(name));
+}
+
+ValuePtr ObjectValue::get_attr(Tracer& tracer, const std::string& name) {
+  if (name == "__class__") return tracer.wrap(type_.get(), class_source);
+  if (PyObject* override = python_override(type_.get(), "__getattribute__")) {
+    ValuePtr key = ConstantValue::make(unicode(name));
+    return inline_function(tracer, override, {shared_from_this(), key});
+  }
+  return generic_get_attr(tracer, name);
+}
+
+ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) {
+  PyObject* descriptor = type_lookup(type_.get(), name);
+  if (is_data_descriptor(descriptor)) {
+    if (PyObject_TypeCheck(descriptor, &PyProperty_Type)) {
+      py::Ref<> getter = check(PyObject_GetAttrString(descriptor, "fget"));
+      if (!PyFunction_Check(getter.get())) unsupported("unsupported_attribute", repr() + "." + name + " has no Python getter");
+      return inline_function(tracer, getter.get(), {shared_from_this()});
+    }
+    if (is_new()) unsupported("unsupported_attribute", repr() + "." + name + " is a slot of an object made in the trace");
+    py::Ref<> real = check(PyObject_GetAttrString(real_.get(), name.c_str()));
+    return tracer.wrap(real.get(), source() ? guards::attr_source(source(), name) : nullptr);
+  }
+  for (const auto& [attr, value] : attrs) {
+    if (attr != name) continue;
+    if (value) return value;
+    descriptor = nullptr;  // deleted in the trace: what the class has is shadowed no more
+    goto missing;
+  }
+  if (!is_new()) {
+    py::Ref<> dict = py::Ref<>::steal(PyObject_GenericGetDict(real_.get(), nullptr));
+    if (!dict) PyErr_Clear();
+    PyObject* found = dict ? PyDict_GetItemString(dict.get(), name.c_str()) : nullptr;  // borrowed
+    if (found != nullptr) return tracer.wrap(found, source() ? guards::instance_dict_source(source(), name) : nullptr);
+    if (source() && dict) {
+      // The class's attribute is what the code sees only while the instance does not shadow it.
+      tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), unicode(name).get());
+    }
+  }
+  if (descriptor != nullptr) return class_attribute(tracer, descriptor, name);
+missing:
+  if (PyObject* getattr_hook = python_override(type_.get(), "__getattr__"))
+    return inline_function(tracer, getattr_hook, {shared_from_this(), ConstantValue::make(unicode(name))});
+  unsupported("attribute_error", "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
+                                     "' object has no attribute '" + name + "'");
+}
+
+void ObjectValue::set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
+  if (PyObject* override = python_override(type_.get(), "__setattr__")) {
+    inline_function(tracer, override, {shared_from_this(), ConstantValue::make(unicode(name)), value});
+    return;
+  }
+  generic_set_attr(tracer, name, value);
+}
+
+void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
+  PyObject* descriptor = type_lookup(type_.get(), name);
+  if (is_data_descriptor(descriptor)) {
+    if (PyObject_TypeCheck(descriptor, &PyProperty_Type)) {
+      py::Ref<> setter = check(PyObject_GetAttrString(descriptor, "fset"));
+      if (!PyFunction_Check(setter.get())) unsupported("side_effect", repr() + "." + name + " has no Python setter");
+      inline_function(tracer, setter.get(), {shared_from_this(), value});
+      return;
+    }
+    if (is_new()) unsupported("side_effect", "setting slot '" + name + "' of " + repr());
+    // A C slot of an object from outside: written back like an attribute (object.__setattr__
+    // goes through the descriptor).
+  }
+  tracer.will_mutate(shared_from_this());
+  for (auto& [attr, current] : attrs) {
+    if (attr == name) {
+      current = value;
+      return;
+    }
+  }
+  attrs.emplace_back(name, value);
+}
+
+void ObjectValue::del_attr(Tracer& tracer, const std::string& name) {
+  if (PyObject* override = python_override(type_.get(), "__delattr__")) {
+    inline_function(tracer, override, {shared_from_this(), ConstantValue::make(unicode(name))});
+    return;
+  }
+  generic_del_attr(tracer, name);
+}
+
+void ObjectValue::generic_del_attr(Tracer& tracer, const std::string& name) {
+  // Only what exists may be deleted: the read raises the break if it does not.
+  generic_get_attr(tracer, name);
+  tracer.will_mutate(shared_from_this());
+  for (auto& [attr, current] : attrs) {
+    if (attr == name) {
+      current = nullptr;
+      return;
+    }
+  }
+  attrs.emplace_back(name, nullptr);
+}
+
+std::shared_ptr<DictValue> ObjectValue::dict_storage(Tracer& tracer) {
+  if (items_) return items_;
+  if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type))
+    unsupported("unsupported_call", repr() + " is not a dict");
+  if (is_new()) {
+    items_ = std::make_shared<DictValue>();
+    return items_;
+  }
+  // Items of a dict subclass from outside: its keys guarded in order, each item read through
+  // its source; changes are written back through the base dict's own methods.
+  if (!source()) unsupported("unsupported_dict", "the items of " + repr() + ", which the trace has no name for");
+  py::Ref<> keys = check(PyList_New(0));
+  items_ = std::make_shared<DictValue>();
+  PyObject *key, *item;  // borrowed
+  Py_ssize_t position = 0;
+  std::vector<std::pair<py::Ref<>, py::Ref<>>> entries;
+  while (PyDict_Next(real_.get(), &position, &key, &item)) entries.emplace_back(py::Ref<>::newref(key), py::Ref<>::newref(item));
+  // A subclass (OrderedDict) may iterate in its own order: the order user code sees.
+  py::Ref<> ordered = check(PySequence_List(real_.get()));
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ordered.get()); ++i) {
+    PyObject* k = PyList_GET_ITEM(ordered.get(), i);
+    for (const auto& [entry_key, entry_item] : entries) {
+      if (entry_key.get() != k) continue;
+      items_->set_item(k, tracer.wrap(entry_item.get(), guards::item_source(source(), entry_key.copy())));
+    }
+    check_status(PyList_Append(keys.get(), k));
+  }
+  tracer.guards.add(GuardLog::Kind::DictKeys, source(), check(PyList_AsTuple(keys.get())).get());
+  return items_;
+}
+
+ValuePtr ObjectValue::inline_special(Tracer& tracer, const char* name, const Args& args) {
+  PyObject* function = python_override(type_.get(), name);
+  if (function == nullptr) return nullptr;
+  Args all{shared_from_this()};
+  all.insert(all.end(), args.begin(), args.end());
+  return inline_function(tracer, function, all);
+}
+
+ValuePtr ObjectValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  PyObject* function = python_override(type_.get(), "__call__");
+  if (function == nullptr) unsupported("unsupported_call", "calling " + repr());
+  Args all{shared_from_this()};
+  all.insert(all.end(), args.begin(), args.end());
+  return tracer.wrap_user_function(function, nullptr)->call(tracer, all, kwargs);
+}
+
+bool ObjectValue::truthy(Tracer& tracer) const {
+  auto self = std::const_pointer_cast<ObjectValue>(std::static_pointer_cast<const ObjectValue>(shared_from_this()));
+  for (const char* name : {"__bool__", "__len__"}) {
+    if (ValuePtr result = self->inline_special(tracer, name, {})) return result->truthy(tracer);
+  }
+  if (items_) return !items_->keys.empty();
+  if (type_lookup(type_.get(), "__bool__") || type_lookup(type_.get(), "__len__"))
+    unsupported("unsupported_branch", "truth value of " + repr());
+  return true;
+}
+
+ValuePtr ObjectValue::get_item(Tracer& tracer, const ValuePtr& key) {
+  if (ValuePtr result = inline_special(tracer, "__getitem__", {key})) return result;
+  if (items_ || (is_new() && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)))
+    return dict_storage(tracer)->get_item(tracer, key);
+  unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+}
+
+std::optional<Args> ObjectValue::unpack(Tracer& tracer) {
+  if (python_override(type_.get(), "__iter__")) {
+    ValuePtr iterator = inline_special(tracer, "__iter__", {});
+    return iterator->unpack(tracer);
+  }
+  if (items_) return items_->unpack(tracer);
+  return std::nullopt;
+}
+
+// ---- methods of object and of builtin bases, on a symbolic object ----------------------
+
+ValuePtr ObjectSlotValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
+  auto name_arg = [&](size_t i) -> std::string {
+    if (i >= args.size() || !args[i]->is_constant() || !PyUnicode_Check(args[i]->constant()))
+      unsupported("unsupported_call", repr() + " with a non-constant name");
+    return PyUnicode_AsUTF8(args[i]->constant());
+  };
+  if (name_ == "__getattribute__" && args.size() == 1) return self_->generic_get_attr(tracer, name_arg(0));
+  if (name_ == "__setattr__" && args.size() == 2) {
+    self_->generic_set_attr(tracer, name_arg(0), args[1]);
+    return ConstantValue::none();
+  }
+  if (name_ == "__delattr__" && args.size() == 1) {
+    self_->generic_del_attr(tracer, name_arg(0));
+    return ConstantValue::none();
+  }
+  if (name_ == "__init__" && args.empty()) return ConstantValue::none();
+  // The dict storage of a dict subclass: the base class's own behaviour.
+  std::shared_ptr<DictValue> items = self_->dict_storage(tracer);
+  if (name_ == "__setitem__" && args.size() == 2) {
+    if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
+    tracer.will_mutate(self_);
+    tracer.journal.save(items);
+    items->set_item(args[0]->constant(), args[1]);
+    return ConstantValue::none();
+  }
+  if (name_ == "__getitem__" && args.size() == 1) return items->get_item(tracer, args[0]);
+  if (name_ == "__delitem__" && args.size() == 1) {
+    if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
+    int index = items->find(args[0]->constant());
+    if (index < 0) unsupported("key_error", "KeyError: " + args[0]->repr());
+    tracer.will_mutate(self_);
+    tracer.journal.save(items);
+    items->keys.erase(items->keys.begin() + index);
+    items->values.erase(items->values.begin() + index);
+    return ConstantValue::none();
+  }
+  if (name_ == "__len__" && args.empty()) return ConstantValue::make(check(PyLong_FromSsize_t(static_cast<Py_ssize_t>(items->keys.size()))));
+  if (name_ == "__contains__" && args.size() == 1 && args[0]->is_constant())
+    return ConstantValue::make(py::Ref<>::newref(items->find(args[0]->constant()) >= 0 ? Py_True : Py_False));
+  if (name_ == "__iter__" || name_ == "keys" || name_ == "values" || name_ == "items" || name_ == "get")
+    return items->get_attr(tracer, name_ == "__iter__" ? "keys" : name_)->call(tracer, args, kwargs);
+  unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
+}
+
+// ---- classes ------------------------------------------------------------------------------
+
+std::string ClassValue::repr() const {
+  return "UserDefinedClassVariable(" + std::string(reinterpret_cast<PyTypeObject*>(real_object())->tp_name) + ")";
+}
+
+namespace {
+
+bool builtin_new(PyObject* type) {
+  // Instances whose allocation generated code can repeat with cls.__new__(cls): object's and
+  // dict's (an OrderedDict subclass included) allocators, not a Python __new__.
+  PyObject* found = type_lookup(type, "__new__");
+  return found != nullptr && !PyFunction_Check(found) && Py_TYPE(found) != &PyStaticMethod_Type;
+}
+
+ValuePtr make_named_tuple(Tracer& tracer, PyObject* type, const Args& args, const KwArgs& kwargs) {
+  py::Ref<> fields = named_tuple_fields(type);
+  Args items = args;
+  Py_ssize_t count = PyTuple_GET_SIZE(fields.get());
+  items.resize(static_cast<size_t>(count));
+  for (const auto& [name, value] : kwargs) {
+    bool found = false;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+      if (name == PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields.get(), i))) {
+        items[i] = value;
+        found = true;
+      }
+    }
+    if (!found) unsupported("bad_call", "unexpected field '" + name + "'");
+  }
+  // Missing fields take the class's defaults (namedtuple(..., defaults=...)).
+  py::Ref<> defaults = py::Ref<>::steal(PyObject_GetAttrString(type, "_field_defaults"));
+  if (!defaults) PyErr_Clear();
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (items[i]) continue;
+    PyObject* fallback = defaults && PyDict_Check(defaults.get()) ? PyDict_GetItem(defaults.get(), PyTuple_GET_ITEM(fields.get(), i)) : nullptr;
+    if (fallback == nullptr) unsupported("bad_call", "missing field of " + py_repr(type));
+    items[i] = tracer.wrap(fallback, nullptr);
+  }
+  auto tuple = std::make_shared<SequenceValue>(false, std::move(items));
+  tuple->tuple_type = py::Ref<>::newref(type);
+  return tuple;
+}
+
+}  // namespace
+
+ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  PyObject* type = real_object();
+  auto* as_type = reinterpret_cast<PyTypeObject*>(type);
+  if (named_tuple_fields(type) && PyType_IsSubtype(as_type, &PyTuple_Type)) return make_named_tuple(tracer, type, args, kwargs);
+  if (PyObject_IsSubclass(type, Bridge::get().module_type.get()) == 1)
+    unsupported("unsupported_call", "making a new nn.Module (" + repr() + ") inside a compiled function");
+  if (Py_TYPE(type) != &PyType_Type && PyObject_TypeCheck(type, &PyType_Type)) {
+    // A metaclass other than type (ABCMeta is fine: it does not override __call__).
+    PyObject* meta_call = type_lookup((PyObject*)Py_TYPE(type), "__call__");
+    if (meta_call != type_lookup((PyObject*)&PyType_Type, "__call__"))
+      unsupported("unsupported_call", "calling " + repr() + ", whose metaclass overrides __call__");
+  }
+  if (!builtin_new(type) || !PyType_HasFeature(as_type, Py_TPFLAGS_HEAPTYPE))
+    unsupported("unsupported_call", "making an instance of " + repr());
+  bool is_dict = PyType_IsSubtype(as_type, &PyDict_Type);
+  if (!is_dict && as_type->tp_base != &PyBaseObject_Type && !PyType_IsSubtype(as_type, &PyBaseObject_Type))
+    unsupported("unsupported_call", "making an instance of " + repr());
+  for (PyTypeObject* base = as_type; base != nullptr; base = base->tp_base) {
+    // Builtin bases other than object and dict keep state the symbolic object cannot model.
+    if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) && base != &PyBaseObject_Type && base != &PyDict_Type &&
+        std::strcmp(base->tp_name, "collections.OrderedDict") != 0)
+      unsupported("unsupported_call", "making an instance of " + repr() + " (a " + base->tp_name + ")");
+  }
+  auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
+  object->class_source = source();
+  if (is_dict) object->dict_storage(tracer);
+  PyObject* init = type_lookup(type, "__init__");
+  if (init != nullptr && PyFunction_Check(init)) {
+    Args all{object};
+    all.insert(all.end(), args.begin(), args.end());
+    tracer.wrap_user_function(init, nullptr)->call(tracer, all, kwargs);
+  } else if (is_dict) {
+    ValuePtr items = tracer.wrap(reinterpret_cast<PyObject*>(&PyDict_Type), nullptr)->call(tracer, args, kwargs);
+    auto* dict = dynamic_cast<DictValue*>(items.get());
+    if (dict == nullptr) throw InternalError("dict() did not make a dict");
+    std::shared_ptr<DictValue> storage = object->dict_storage(tracer);
+    storage->keys.clear();
+    storage->values.clear();
+    for (size_t i = 0; i < dict->keys.size(); ++i) storage->set_item(dict->keys[i].get(), dict->values[i]);
+  } else if (!args.empty() || !kwargs.empty()) {
+    unsupported("bad_call", repr() + "() takes no arguments");
+  }
+  return object;
+}
+
+}  // namespace bytegraph::trace

@@ -1,0 +1,293 @@
+"""Python objects in traced code: instances of user classes read and written, classes
+instantiated (plain classes, dataclasses, named tuples, dict subclasses like model outputs),
+attribute hooks and properties inlined, modules given new attributes. Each runs compiled with
+config.verify_correctness on and asserts the graphs it expects."""
+
+import collections
+import dataclasses
+
+import pytest
+import torch
+import torch.nn as nn
+
+import bytegraph
+from bytegraph.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def verified():
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()
+
+
+def compiled_with_counter(fn):
+    counter = CompileCounter()
+    return bytegraph.compile(fn, backend=counter), counter
+
+
+class Config:
+    kind = "base"
+
+    def __init__(self, hidden=4, scale=2.0):
+        self.hidden = hidden
+        self.scale = scale
+
+    @property
+    def double(self):
+        return self.hidden * 2
+
+    def apply(self, x):
+        return x * self.scale
+
+    @staticmethod
+    def offset():
+        return 1.0
+
+    @classmethod
+    def name(cls):
+        return cls.kind
+
+
+# ---- objects from outside -------------------------------------------------------------------
+
+
+def test_attributes_properties_methods_and_class_attributes():
+    def f(cfg, x):
+        y = cfg.apply(x) * cfg.double + cfg.offset()
+        return y if cfg.name() == "base" else -y
+
+    cf, counter = compiled_with_counter(f)
+    x = torch.ones(2)
+    torch.testing.assert_close(cf(Config(), x), f(Config(), x))
+    # A new object of the same class with the same values: no recompile (pinned by type).
+    torch.testing.assert_close(cf(Config(), x), f(Config(), x))
+    assert counter.frame_count == 1
+    torch.testing.assert_close(cf(Config(hidden=5), x), f(Config(hidden=5), x))
+    assert counter.frame_count == 2
+
+
+class Lazy:
+    def __init__(self):
+        self.values = {"alpha": 3.0}
+
+    def __getattr__(self, name):
+        return self.values[name]
+
+
+class Hooked:
+    def __init__(self):
+        object.__setattr__(self, "store", {"scale": 2.0})
+        object.__setattr__(self, "reads", 0)
+
+    def __getattribute__(self, name):
+        if name in ("scale",):
+            return super().__getattribute__("store")[name]
+        return super().__getattribute__(name)
+
+
+def test_getattr_and_getattribute_overrides_are_inlined():
+    def f(lazy, hooked, x):
+        return x * lazy.alpha * hooked.scale
+
+    cf, counter = compiled_with_counter(f)
+    x = torch.ones(3)
+    torch.testing.assert_close(cf(Lazy(), Hooked(), x), x * 6)
+    assert counter.frame_count == 1 and counter.op_count == 2
+
+
+class Holder:
+    pass
+
+
+def test_attribute_writes_and_deletes_on_an_input_object_are_written_back():
+    def f(holder, x):
+        holder.value = x * 2
+        holder.count = getattr(holder, "count", 0) + 1
+        del holder.stale
+        return holder.value + 1
+
+    cf, counter = compiled_with_counter(f)
+    holder = Holder()
+    holder.stale = 1
+    out = cf(holder, torch.ones(2))
+    torch.testing.assert_close(out, torch.full((2,), 3.0))
+    torch.testing.assert_close(holder.value, torch.full((2,), 2.0))
+    assert holder.count == 1 and not hasattr(holder, "stale")
+    assert counter.frame_count == 1
+
+
+class Validated:
+    def __init__(self):
+        self.log = []
+
+    def __setattr__(self, name, value):
+        if name != "log":
+            self.log.append(name)
+        object.__setattr__(self, name, value)
+
+
+def test_a_setattr_override_runs_once_in_the_trace():
+    def f(obj, x):
+        obj.weight = x + 1
+        return obj.weight * 2
+
+    cf, counter = compiled_with_counter(f)
+    obj = Validated()
+    torch.testing.assert_close(cf(obj, torch.ones(2)), torch.full((2,), 4.0))
+    assert obj.log == ["weight"]
+    assert counter.frame_count == 1
+
+
+def test_hasattr_is_guarded_on_the_instance():
+    def f(obj, x):
+        if hasattr(obj, "bias"):
+            return x + obj.bias
+        return x * 2
+
+    cf, counter = compiled_with_counter(f)
+    obj = Holder()
+    torch.testing.assert_close(cf(obj, torch.ones(2)), torch.full((2,), 2.0))
+    obj.bias = 5.0
+    torch.testing.assert_close(cf(obj, torch.ones(2)), torch.full((2,), 6.0))
+    assert counter.frame_count == 2
+
+
+# ---- objects made in the trace ------------------------------------------------------------
+
+
+class Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def norm(self):
+        return (self.x ** 2 + self.y ** 2).sqrt()
+
+
+def test_instances_made_and_used_in_the_trace():
+    def f(x):
+        p = Point(x, x + 1)
+        return p.norm()
+
+    cf, counter = compiled_with_counter(f)
+    x = torch.ones(2)
+    torch.testing.assert_close(cf(x), f(x))
+    assert counter.frame_count == 1
+
+
+def test_an_instance_made_in_the_trace_is_returned_as_one_object():
+    def f(x):
+        p = Point(x * 2, 3)
+        p.self = p
+        return p, [p]
+
+    cf, counter = compiled_with_counter(f)
+    p, ps = cf(torch.ones(2))
+    assert type(p) is Point and ps[0] is p and p.self is p and p.y == 3
+    torch.testing.assert_close(p.x, torch.full((2,), 2.0))
+    assert counter.frame_count == 1
+
+
+@dataclasses.dataclass
+class Output:
+    logits: torch.Tensor
+    loss: float = 0.0
+
+
+def test_dataclasses_are_made_with_their_generated_init():
+    def f(x):
+        out = Output(x.relu())
+        out.loss = 1.5
+        return out
+
+    cf, counter = compiled_with_counter(f)
+    out = cf(torch.randn(4))
+    assert type(out) is Output and out.loss == 1.5
+    assert counter.frame_count == 1 and counter.op_count == 1
+
+
+Pair = collections.namedtuple("Pair", ["first", "second"], defaults=[None])
+
+
+def test_named_tuples_are_made_from_positional_and_keyword_fields():
+    def f(x):
+        a = Pair(x + 1)
+        b = Pair(second=x, first=a.first * 2)
+        return a, b
+
+    cf, counter = compiled_with_counter(f)
+    a, b = cf(torch.ones(2))
+    assert type(a) is Pair and a.second is None
+    torch.testing.assert_close(b.first, torch.full((2,), 4.0))
+    assert counter.frame_count == 1
+
+
+class Record(collections.OrderedDict):
+    """A dict subclass whose fields are items and attributes (as transformers' ModelOutput)."""
+
+    def __init__(self, **fields):
+        super().__init__()
+        for name, value in fields.items():
+            if value is not None:
+                self[name] = value
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+def test_dict_subclass_outputs_keep_items_attributes_and_order():
+    def f(x):
+        out = Record(hidden=x * 2, extra=None, logits=x + 1)
+        return out, out["logits"], out.hidden, len(out.to_tuple())
+
+    cf, counter = compiled_with_counter(f)
+    out, logits, hidden, count = cf(torch.ones(2))
+    assert type(out) is Record and list(out.keys()) == ["hidden", "logits"] and count == 2
+    assert out.logits is logits and out["hidden"] is hidden
+    assert counter.frame_count == 1
+
+
+def test_a_new_object_stored_in_an_input_list():
+    def f(xs, x):
+        xs.append(Point(x, x))
+        return len(xs)
+
+    cf, counter = compiled_with_counter(f)
+    xs = []
+    assert cf(xs, torch.ones(1)) == 1 and type(xs[0]) is Point
+
+
+# ---- modules ---------------------------------------------------------------------------
+
+
+class Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.register_buffer("total", torch.zeros(2))
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls = self.calls + 1
+        self.total = self.total + x.sum(0)
+        self.last = x
+        return self.lin(x)
+
+
+def test_module_attributes_and_buffers_set_in_forward():
+    torch.manual_seed(0)
+    model = Counting()
+    counter = CompileCounter()
+    compiled = bytegraph.compile(model, backend=counter)
+    x = torch.ones(3, 2)
+    with bytegraph.config.patch(verify_correctness=False):  # the module's state changes per call
+        compiled(x)
+    assert model.calls == 1 and "total" in dict(model.named_buffers())
+    torch.testing.assert_close(model.total, torch.full((2,), 3.0))
+    assert model.last is x
+    assert counter.frame_count == 1
