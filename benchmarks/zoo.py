@@ -349,8 +349,9 @@ def main(argv=None):
     parser.add_argument("--systems", default="torch,bytegraph", help="torch, bytegraph or both (default)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds allowed to one (model, mode)")
     parser.add_argument("--in-process", action="store_true", help="no child processes (quicker; no crash guard)")
-    parser.add_argument("--out", default=None, help="write zoo.json, zoo.md and ZOO_TRIAGE.md here "
-                        "(default: benchmarks/results when the whole zoo runs, nowhere otherwise)")
+    parser.add_argument("--out", default=None, help="write zoo.json, zoo.md and ZOO_TRIAGE.md here (default: "
+                        "benchmarks/results when the whole zoo runs in child processes under both systems, "
+                        "nowhere otherwise)")
     parser.add_argument("--from-json", metavar="PATH", help="measure nothing: render a saved zoo.json again")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     parser.add_argument("--floors", action="store_true",
@@ -381,7 +382,8 @@ def main(argv=None):
     print("\n".join(zoo_report.table_section({"rows": rows})))
     if args.floors:
         print(zoo_report.floors_source(rows))
-    out = args.out or (run.RESULTS_DIR if not names and not args.mode else None)
+    everything = not names and not args.mode and not args.in_process and set(systems) == {"torch", "bytegraph"}
+    out = args.out or (run.RESULTS_DIR if everything else None)
     if out:
         for path in write(rows, out, started=started):
             print(f"wrote {path}")

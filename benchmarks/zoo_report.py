@@ -144,18 +144,20 @@ def blockers(row, gaps, count=4):
 
 
 def floors_source(rows, gaps=None):
-    """The FLOORS table of tests/test_zoo.py for these rows, as Python source."""
+    """The FLOORS and BROKEN tables of tests/test_zoo.py for these rows, as Python source."""
     gaps = load_gaps() if gaps is None else gaps
-    lines = ["FLOORS = {"]
+    floors, broken = ["FLOORS = {"], ["BROKEN = {"]
     for row in rows:
         s = _system(row, "bytegraph")
         if verdict(row, "bytegraph") != "ok":
-            lines.append(f"    # {row['model']}/{row['mode']}: {verdict(row, 'bytegraph')}")
+            problem = (s.get("error") or {}).get("error") or s.get("crash") or "; ".join(s.get("differences") or [])
+            text = f"{verdict(row, 'bytegraph')}: {_clip(problem, 90)}"
+            broken.append(f"    ({row['model']!r}, {row['mode']!r}): {text!r},")
             continue
         second = (s.get("second_call_graphs") or 0) + (s.get("recompiles") or 0)
         reason = None if whole(row, "bytegraph") else ", ".join(blockers(row, gaps)) or "several graphs"
-        lines.append(f"    ({row['model']!r}, {row['mode']!r}): ({s['graphs']}, {s['ops']}, {second}, {reason!r}),")
-    return "\n".join(lines + ["}"])
+        floors.append(f"    ({row['model']!r}, {row['mode']!r}): ({s['graphs']}, {s['ops']}, {second}, {reason!r}),")
+    return "\n".join(floors + ["}", ""] + broken + ["}"])
 
 
 # ---- the table ------------------------------------------------------------------------------------
