@@ -69,6 +69,57 @@ class TransformerEncoder(nn.Module):
         return self.norm(self.encoder(self.embed(ids)))
 
 
+class LSTMTagger(nn.Module):
+    """Token embeddings, a 2-layer nn.LSTM, and a per-token linear head."""
+
+    def __init__(self, vocab=256, dim=64, layers=2, tags=16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, dim, num_layers=layers, batch_first=True)
+        self.head = nn.Linear(dim, tags)
+
+    def forward(self, ids):
+        hidden, _ = self.lstm(self.embed(ids))
+        return self.head(hidden)
+
+
+class _DoubleConv(nn.Module):
+    def __init__(self, inputs, outputs):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inputs, outputs, 3, padding=1)
+        self.norm1 = nn.BatchNorm2d(outputs)
+        self.conv2 = nn.Conv2d(outputs, outputs, 3, padding=1)
+        self.norm2 = nn.BatchNorm2d(outputs)
+
+    def forward(self, x):
+        x = F.relu(self.norm1(self.conv1(x)))
+        return F.relu(self.norm2(self.conv2(x)))
+
+
+class UNet(nn.Module):
+    """A small U-Net: two down stages, a bottleneck, two up stages with skip connections
+    (torch.cat) and F.interpolate upsampling; per-pixel class logits."""
+
+    def __init__(self, channels=3, width=8, classes=4):
+        super().__init__()
+        self.down = nn.ModuleList([_DoubleConv(channels, width), _DoubleConv(width, 2 * width)])
+        self.bottleneck = _DoubleConv(2 * width, 4 * width)
+        self.up = nn.ModuleList([_DoubleConv(6 * width, 2 * width), _DoubleConv(3 * width, width)])
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for stage in self.down:
+            x = stage(x)
+            skips.append(x)
+            x = F.max_pool2d(x, 2)
+        x = self.bottleneck(x)
+        for stage, skip in zip(self.up, reversed(skips)):
+            x = F.interpolate(x, size=skip.shape[-2:], mode="bilinear", align_corners=False)
+            x = stage(torch.cat([x, skip], dim=1))
+        return self.head(x)
+
+
 def _ids(batch=2, length=16, vocab=256):
     return torch.randint(0, vocab, (batch, length))
 
@@ -82,12 +133,21 @@ def _module(model, *args, **kwargs):
 _TINY = dict(vocab_size=256)
 
 
+def without_dropout(config):
+    """The config with every dropout and drop-path probability set to 0: a training step is
+    then deterministic, so compiled and eager gradients can be compared exactly."""
+    for key, value in config.to_dict().items():
+        if isinstance(value, float) and ("drop" in key):
+            setattr(config, key, 0.0)
+    return config
+
+
 def _gpt2():
     from transformers import GPT2Config, GPT2Model
 
     config = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0,
                         use_cache=False, **_TINY)
-    return _module(GPT2Model(config), _ids())
+    return _module(GPT2Model(without_dropout(config)), _ids())
 
 
 def _bert():
@@ -95,7 +155,7 @@ def _bert():
 
     config = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
                         max_position_embeddings=64, **_TINY)
-    return _module(BertModel(config), _ids())
+    return _module(BertModel(without_dropout(config)), _ids())
 
 
 def _llama():
@@ -103,7 +163,7 @@ def _llama():
 
     config = LlamaConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                          intermediate_size=128, max_position_embeddings=64, use_cache=False, **_TINY)
-    return _module(LlamaModel(config), _ids())
+    return _module(LlamaModel(without_dropout(config)), _ids())
 
 
 def _t5():
@@ -111,14 +171,14 @@ def _t5():
 
     config = T5Config(num_layers=2, num_decoder_layers=2, d_model=64, d_kv=16, num_heads=4, d_ff=128,
                       use_cache=False, **_TINY)
-    return _module(T5Model(config), input_ids=_ids(), decoder_input_ids=_ids(length=8))
+    return _module(T5Model(without_dropout(config)), input_ids=_ids(), decoder_input_ids=_ids(length=8))
 
 
 def _resnet():
     from transformers import ResNetConfig, ResNetModel
 
     config = ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64], depths=[1, 1, 1], layer_type="basic")
-    return _module(ResNetModel(config), torch.randn(2, 3, 32, 32))
+    return _module(ResNetModel(without_dropout(config)), torch.randn(2, 3, 32, 32))
 
 
 def _vit():
@@ -126,7 +186,7 @@ def _vit():
 
     config = ViTConfig(image_size=32, patch_size=8, num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
                        intermediate_size=128)
-    return _module(ViTModel(config), torch.randn(2, 3, 32, 32))
+    return _module(ViTModel(without_dropout(config)), torch.randn(2, 3, 32, 32))
 
 
 SEED_MODELS = [

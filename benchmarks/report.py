@@ -372,6 +372,10 @@ def markdown(results):
     lines += inductor_section(results)
     lines += capture_section(results)
     lines += dynamic_shapes.report_section(results)
+    if results.get("zoo"):
+        from benchmarks import zoo_report
+
+        lines += zoo_report.table_section(results["zoo"])
     lines += profile_section(results)
     lines += crash_section(results)
     return "\n".join(lines) + "\n"

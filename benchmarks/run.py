@@ -4,10 +4,12 @@
     python -m benchmarks.run --smoke             # tiny repetition counts, no inductor
     python -m benchmarks.run --models Net MLP --no-inductor --out /tmp/bench
     python -m benchmarks.run --from-json benchmarks/results/latest.json   # re-render only
+    python -m benchmarks.zoo --models gpt2 --mode eval                    # the model zoo alone
 
 Each job runs in its own process (benchmarks.worker): a crash of bytegraph's core on one
 model is recorded in the table instead of ending the run, and each inductor measurement
-starts with empty compile caches. Writes OUT/latest.md, OUT/latest.json and OUT/latest.png.
+starts with empty compile caches. Writes OUT/latest.md, OUT/latest.json and OUT/latest.png,
+and from the model zoo (benchmarks.zoo) OUT/zoo.json, OUT/zoo.md and OUT/ZOO_TRIAGE.md.
 """
 
 import argparse
@@ -19,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks import dynamic_shapes, models, report, timing
+from benchmarks import dynamic_shapes, models, report, timing, zoo
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -96,6 +98,8 @@ def parse_args(argv):
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per measurement")
     parser.add_argument("--no-transformers", action="store_true", help="skip the transformers models")
     parser.add_argument("--no-inductor", action="store_true", help="skip the inductor benchmark")
+    parser.add_argument("--no-zoo", action="store_true", help="skip the model zoo (benchmarks.zoo)")
+    parser.add_argument("--zoo-models", nargs="*", default=None, help="zoo models (default: all)")
     parser.add_argument("--inductor-models", nargs="*", default=DEFAULT_INDUCTOR_MODELS)
     parser.add_argument("--profile-models", nargs="*", default=None,
                         help="models whose tracing path is profiled with cProfile (default: MLP CNN; "
@@ -121,6 +125,7 @@ def parse_args(argv):
         args.cache_calls, args.cache_batches = 200, 3
         args.no_inductor = True
         args.no_dynamic = True
+        args.no_zoo = True
         if args.profile_models is None:
             args.profile_models = []
     if args.profile_models is None:
@@ -136,6 +141,8 @@ def main(argv=None):
             results = json.load(f)
         for path in report.write(results, args.out):
             print(f"wrote {path}")
+        if results.get("zoo"):
+            zoo.write(results["zoo"]["rows"], args.out, started=results["zoo"].get("started"))
         return 0
     selected = models.select(include_transformers=not args.no_transformers, names=args.models)
     names = {m.name for m in selected}
@@ -172,6 +179,12 @@ def main(argv=None):
                 results["inductor"].append(row)
     if not args.no_dynamic:
         run_dynamic(args, results)
+    if not args.no_zoo and not args.no_transformers and models.have_transformers():
+        started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        rows = zoo.run_zoo(args.zoo_models, timeout=args.timeout)
+        results["zoo"] = {"started": started, "rows": rows}
+        for path in zoo.write(rows, args.out, started=started):
+            print(f"wrote {path}")
     results["machine"]["load_average_after"] = timing.load_average()
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     paths = report.write(results, args.out)

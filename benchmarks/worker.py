@@ -6,6 +6,7 @@
     python -m benchmarks.worker profile NAME --out result.json
     python -m benchmarks.worker dynamic NAME AXIS SYSTEM BACKEND DYNAMIC --out result.json
     python -m benchmarks.worker dynamic-hits --out result.json
+    python -m benchmarks.worker zoo NAME MODE [--systems torch,bytegraph] --out result.json
 
 A job writes its JSON after every stage, torch.compile's stages first: if bytegraph crashes
 the process (a bug in its C++ core), what was measured before survives and the parent
@@ -118,6 +119,12 @@ def dynamic_hits_job(results):
     _run_stage(results, "hit_cost", dynamic_shapes.hit_cost)
 
 
+def zoo_job(name, mode, systems, results):
+    from benchmarks import zoo
+
+    zoo.measure(name, mode, systems=systems, stage=results.stage)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.worker")
     parser.add_argument("--out", required=True)
@@ -140,6 +147,10 @@ def main(argv=None):
     dyn.add_argument("backend", choices=["eager", "inductor"])
     dyn.add_argument("dynamic", choices=["auto", "true"])
     jobs.add_parser("dynamic-hits")
+    zoo = jobs.add_parser("zoo")
+    zoo.add_argument("name")
+    zoo.add_argument("mode", choices=["eval", "train", "generate"])
+    zoo.add_argument("--systems", default="torch,bytegraph")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore")
@@ -161,6 +172,8 @@ def main(argv=None):
         dynamic_job(args.name, args.axis, args.system, args.backend, args.dynamic, results)
     elif args.job == "dynamic-hits":
         dynamic_hits_job(results)
+    elif args.job == "zoo":
+        zoo_job(args.name, args.mode, tuple(s for s in args.systems.split(",") if s), results)
     else:
         inductor_job(args.name, args.system, results)
     results.stage("done", True)

@@ -462,3 +462,20 @@ def test_properties_and_class_attributes_of_modules_are_guarded():
         torch.testing.assert_close(cm(x), x * 3 + 5)
     finally:
         Scaled.factor = 2.0
+
+
+def test_an_augmented_assignment_of_a_tensor_to_a_number_is_the_binary_operator():
+    # T5's relative position buckets: `buckets = 0; buckets += (n > 0).to(torch.long) * 16`.
+    # An int has no in-place add, so Python computes `0 + tensor`; the graph must too.
+    def f(x, scale):
+        buckets = 0
+        buckets += (x > 0).to(torch.long) * 16
+        total = scale
+        total *= x
+        return buckets, total
+
+    compiled, counter = compiled_with_counter(f)
+    x = torch.randn(4)
+    for got, want in zip(compiled(x, 3), f(x, 3)):
+        assert torch.equal(got, want)
+    assert counter.frame_count == 1 and counter.op_count == 5  # gt, to, mul, add, mul

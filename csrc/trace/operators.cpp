@@ -133,6 +133,26 @@ bool is_inplace_operator(PyObject* function) {
   return false;
 }
 
+// `n += t` on an immutable number: Python finds no in-place slot and computes `n + t`. The
+// graph records that binary operator (an in-place call on a literal cannot be written as code).
+PyObject* number_inplace_as_binary(PyObject* function, const Args& operands) {
+  if (!is_inplace_operator(function) || operands.size() != 2) return function;
+  const ValuePtr& left = operands[0];
+  bool number = dynamic_cast<SymNumberValue*>(left.get()) != nullptr;
+  if (left->is_constant()) {
+    PyObject* value = left->constant();
+    number = PyLong_Check(value) || PyFloat_Check(value) || PyComplex_Check(value);
+  }
+  if (!number) return function;
+  static const std::pair<const char*, const char*> binary[] = {
+      {"iadd", "add"}, {"iand", "and_"}, {"ifloordiv", "floordiv"}, {"ilshift", "lshift"}, {"imod", "mod"},
+      {"imul", "mul"}, {"imatmul", "matmul"}, {"ior", "or_"}, {"ipow", "pow"}, {"irshift", "rshift"},
+      {"isub", "sub"}, {"itruediv", "truediv"}, {"ixor", "xor"}};
+  for (const auto& [inplace, plain] : binary)
+    if (function == operator_function(inplace)) return operator_function(plain);
+  return function;
+}
+
 ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   auto* left = dynamic_cast<SequenceValue*>(operands[0].get());
   auto* right = operands.size() > 1 ? dynamic_cast<SequenceValue*>(operands[1].get()) : nullptr;
@@ -161,6 +181,7 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
 }  // namespace
 
 ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  function = number_inplace_as_binary(function, operands);
   bool constants = true;
   for (const auto& operand : operands) constants = constants && operand->is_constant();
   if (constants) return fold(function, operands);
