@@ -291,3 +291,61 @@ def test_module_attributes_and_buffers_set_in_forward():
     torch.testing.assert_close(model.total, torch.full((2,), 3.0))
     assert model.last is x
     assert counter.frame_count == 1
+
+
+class Slots:
+    def __init__(self, a):
+        self.a = a
+
+
+def test_the_instance_dict_of_a_new_object_reads_and_writes_its_attributes():
+    def f(x):
+        box = Slots(x + 1)
+        d = box.__dict__
+        seen = d.get("a"), d.get("missing", 3), "a" in d, len(d)
+        d["c"] = x * 2  # bypasses __setattr__, as the real __dict__ does
+        box.e = 5
+        return seen[0] * seen[1], box.c + box.e, d.pop("c"), hasattr(box, "c"), "e" in d, sorted(d), box
+
+    cf, counter = compiled_with_counter(f)
+    got = cf(torch.ones(2))
+    assert vars(got[-1]).keys() == {"a", "e"} and got[-3:-1] == (True, ["a", "e"])
+    assert counter.frame_count == 1 and counter.op_count == 4
+
+
+class Fields(collections.OrderedDict):
+    def __post_init__(self):
+        for name, value in self.__dict__.items():
+            if value is not None:
+                self[name] = value  # items set through the dict subclass's __setitem__
+
+
+def test_items_assigned_on_a_new_dict_subclass_object():
+    def f(x):
+        out = Fields()
+        out.__dict__["hidden"] = x * 2
+        out.__post_init__()
+        out["logits"] = x + 1
+        return out
+
+    cf, counter = compiled_with_counter(f)
+    out = cf(torch.ones(2))
+    assert type(out) is Fields and list(out.keys()) == ["hidden", "logits"]
+    assert counter.frame_count == 1 and counter.op_count == 2
+
+
+class Described(nn.Module):
+    @property
+    def width(self):
+        return 3
+
+    def forward(self, x):
+        return x * self.width if self.__class__ is Described else x
+
+
+def test_a_module_class_and_property_read_through_the_instance_are_guarded_on_what_they_return():
+    model = Described()
+    cf, counter = compiled_with_counter(model)
+    for _ in range(3):
+        assert torch.equal(cf(torch.ones(2)), torch.ones(2) * 3)
+    assert counter.frame_count == 1  # no recompile: type(self).__class__ is not self.__class__

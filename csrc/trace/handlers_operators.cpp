@@ -6,6 +6,7 @@
 #include "trace/interpreter.h"
 #include "trace/operators.h"
 #include "trace/symbolic.h"
+#include "trace/values/instance_dict.h"
 
 namespace bytegraph::trace {
 
@@ -163,6 +164,14 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
     if (!key->is_constant()) unsupported("unsupported_subscript", "dict key " + key->repr());
     tracer.will_mutate(container);
     dict->set_item(key->constant(), value);
+    return;
+  }
+  if (auto* object = dynamic_cast<ObjectValue*>(container.get())) {
+    object->set_item(tracer, key, value);
+    return;
+  }
+  if (auto* attributes = dynamic_cast<InstanceDictValue*>(container.get())) {
+    attributes->call_method(tracer, "__setitem__", {key, value}, {});
     return;
   }
   if (container->is_tensor()) {

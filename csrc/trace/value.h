@@ -432,6 +432,8 @@ class ObjectValue : public Value {
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   bool truthy(Tracer& tracer) const override;
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  // `obj[key] = value`: the class's Python __setitem__ inlined, or a dict subclass's own items.
+  void set_item(Tracer& tracer, const ValuePtr& key, const ValuePtr& value);
   std::optional<Args> unpack(Tracer& tracer) override;
 
   // object.__getattribute__ / __setattr__ / __delattr__ themselves (what the class's own

@@ -81,8 +81,12 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   if (!in_instance_state(module_.get(), name)) {
     py::Ref<> dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
     if (!PyDict_GetItemString(dict.get(), name.c_str())) {
+      if (name == "__class__") return tracer.wrap(real.get(), source() ? guards::type_source(source()) : nullptr);
       // A class attribute: the module's identity pins its class, not what the class holds.
-      return tracer.wrap(real.get(), source() ? guards::attr_source(guards::type_source(source()), name) : nullptr);
+      // A descriptor's result (a property) is not what the class holds: it is read again.
+      py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+      if (_PyType_Lookup(Py_TYPE(module_.get()), key.get()) == real.get())
+        return tracer.wrap(real.get(), source() ? guards::attr_source(guards::type_source(source()), name) : nullptr);
     }
   }
   return tracer.wrap(real.get(), attr_source);

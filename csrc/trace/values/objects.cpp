@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "trace/tracer.h"
+#include "trace/values/instance_dict.h"
 
 namespace bytegraph::trace {
 
@@ -88,6 +89,8 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
       if (!PyFunction_Check(getter.get())) unsupported("unsupported_attribute", repr() + "." + name + " has no Python getter");
       return inline_function(tracer, getter.get(), {shared_from_this()});
     }
+    if (is_new() && name == "__dict__")
+      return std::make_shared<InstanceDictValue>(std::static_pointer_cast<ObjectValue>(shared_from_this()));
     if (is_new()) unsupported("unsupported_attribute", repr() + "." + name + " is a slot of an object made in the trace");
     py::Ref<> real = check(PyObject_GetAttrString(real_.get(), name.c_str()));
     return tracer.wrap(real.get(), source() ? guards::attr_source(source(), name) : nullptr);
@@ -231,6 +234,15 @@ ValuePtr ObjectValue::get_item(Tracer& tracer, const ValuePtr& key) {
   if (items_ || (is_new() && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)))
     return dict_storage(tracer)->get_item(tracer, key);
   unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+}
+
+void ObjectValue::set_item(Tracer& tracer, const ValuePtr& key, const ValuePtr& value) {
+  if (inline_special(tracer, "__setitem__", {key, value})) return;
+  if (PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)) {
+    ObjectSlotValue(std::static_pointer_cast<ObjectValue>(shared_from_this()), "__setitem__").call(tracer, {key, value}, {});
+    return;
+  }
+  unsupported("unsupported_subscript", "assigning an item of " + repr());
 }
 
 std::optional<Args> ObjectValue::unpack(Tracer& tracer) {
