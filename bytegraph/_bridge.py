@@ -606,3 +606,23 @@ class PlanView:
 
     def __eq__(self, other):
         return isinstance(other, PlanView) and (other.kind, other.items) == (self.kind, self.items)
+
+
+def signature_of(function, of_method):
+    """inspect.signature(function) computed at trace time, or None to trace inspect instead.
+    `of_method`: the signature of `function` bound to an instance (its first parameter gone),
+    as inspect gives for a bound method. A Signature is immutable and depends on the function
+    alone, which the trace guards."""
+    import inspect
+
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None  # traced, so the error is raised where Python raises it
+    if not of_method:
+        return signature
+    parameters = list(signature.parameters.values())
+    if not parameters or parameters[0].kind not in (inspect.Parameter.POSITIONAL_ONLY,
+                                                    inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return None
+    return signature.replace(parameters=parameters[1:])

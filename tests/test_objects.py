@@ -5,6 +5,8 @@ config.verify_correctness on and asserts the graphs it expects."""
 
 import collections
 import dataclasses
+import inspect
+import types
 
 import pytest
 import torch
@@ -349,3 +351,22 @@ def test_a_module_class_and_property_read_through_the_instance_are_guarded_on_wh
     for _ in range(3):
         assert torch.equal(cf(torch.ones(2)), torch.ones(2) * 3)
     assert counter.frame_count == 1  # no recompile: type(self).__class__ is not self.__class__
+
+
+class Chunked(nn.Module):
+    def feed_forward(self, hidden):
+        return hidden * 2
+
+    def forward(self, x):
+        forward_fn = self.feed_forward
+        # transformers' apply_chunking_to_forward: the method's arity read through inspect.
+        if len(inspect.signature(forward_fn).parameters) != 1:
+            raise ValueError("one input expected")
+        return forward_fn(x) + isinstance(forward_fn, types.MethodType)
+
+
+def test_inspect_signature_of_a_bound_method_is_computed_at_trace_time():
+    cf, counter = compiled_with_counter(Chunked())
+    assert torch.equal(cf(torch.ones(2)), torch.full((2,), 3.0))
+    assert torch.equal(cf(torch.ones(2)), torch.full((2,), 3.0))
+    assert counter.frame_count == 1 and counter.op_count == 2

@@ -29,6 +29,9 @@ const Bridge& Bridge::get() {
     b->tensor_constant_methods = attr(module.get(), "TENSOR_CONSTANT_METHODS");
     b->build_graph_module = attr(module.get(), "build_graph_module");
     b->describe_fake = attr(module.get(), "describe_fake");
+    b->signature_of = attr(module.get(), "signature_of");
+    py::Ref<> inspect = check(PyImport_ImportModule("inspect"));
+    b->inspect_signature = attr(inspect.get(), "signature");
     py::Ref<> torch = check(PyImport_ImportModule("torch"));
     b->tensor_type = attr(torch.get(), "Tensor");
     py::Ref<> nn = attr(torch.get(), "nn");

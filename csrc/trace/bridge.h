@@ -28,6 +28,8 @@ struct Bridge {
   py::Ref<> no_grad;            // torch.no_grad
   py::Ref<> is_grad_enabled;    // torch.is_grad_enabled
   py::Ref<> set_grad_enabled;   // torch._C._set_grad_enabled (what graphs call)
+  py::Ref<> inspect_signature;  // inspect.signature: folded on known functions
+  py::Ref<> signature_of;       // _bridge.signature_of
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();

@@ -269,7 +269,11 @@ class BoundMethodValue : public Value {
  public:
   BoundMethodValue(ValuePtr function, ValuePtr self) : function(std::move(function)), self(std::move(self)) {}
   std::string repr() const override;
+  PyObject* python_type() const override { return (PyObject*)&PyMethod_Type; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // __func__, __self__, and the function's own attributes (__name__, __wrapped__, ...), as a
+  // real method object forwards them.
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   ValuePtr function, self;
 };
 

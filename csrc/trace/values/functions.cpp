@@ -7,7 +7,32 @@ namespace bytegraph::trace {
 
 std::string UserFunctionValue::repr() const { return "UserFunctionVariable(" + name + ")"; }
 
+namespace {
+
+// inspect.signature(f) of a function the trace knows (its code and defaults are guarded where
+// it was read): computed for real, as inspect's own frames would only reach id() and
+// attribute reads of method objects that do not exist in the trace. Null: not foldable.
+ValuePtr folded_signature(const Args& args, const KwArgs& kwargs) {
+  if (args.size() != 1 || !kwargs.empty()) return nullptr;
+  PyObject* function = args[0]->real_object();
+  bool of_method = false;
+  if (auto* method = dynamic_cast<BoundMethodValue*>(args[0].get())) {
+    function = method->function->real_object();
+    of_method = true;
+  }
+  if (function == nullptr || !PyFunction_Check(function)) return nullptr;
+  py::Ref<> flag = py::Ref<>::newref(of_method ? Py_True : Py_False);
+  py::Ref<> signature = check(PyObject_CallFunctionObjArgs(Bridge::get().signature_of.get(), function, flag.get(), nullptr));
+  if (signature.get() == Py_None) return nullptr;
+  return ConstantValue::make(std::move(signature));
+}
+
+}  // namespace
+
 ValuePtr UserFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (function && function.get() == Bridge::get().inspect_signature.get()) {
+    if (ValuePtr folded = folded_signature(args, kwargs)) return folded;
+  }
   return tracer.inline_call(*this, args, kwargs);
 }
 
@@ -31,6 +56,13 @@ ValuePtr UserFunctionValue::get_attr(Tracer& tracer, const std::string& attr) {
 
 std::string BoundMethodValue::repr() const {
   return "UserMethodVariable(" + function->repr() + ", " + self->repr() + ")";
+}
+
+ValuePtr BoundMethodValue::get_attr(Tracer& tracer, const std::string& attr) {
+  if (attr == "__func__") return function;
+  if (attr == "__self__") return self;
+  if (attr == "__call__") return shared_from_this();
+  return function->get_attr(tracer, attr);
 }
 
 ValuePtr BoundMethodValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
