@@ -370,3 +370,25 @@ def test_inspect_signature_of_a_bound_method_is_computed_at_trace_time():
     assert torch.equal(cf(torch.ones(2)), torch.full((2,), 3.0))
     assert torch.equal(cf(torch.ones(2)), torch.full((2,), 3.0))
     assert counter.frame_count == 1 and counter.op_count == 2
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(2, 2) for _ in range(4))
+        self.head = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2))
+
+    def forward(self, x, n):
+        for layer in self.layers[:n]:
+            x = layer(x)
+        x = self.layers[::2][1](x) + len(self.layers[1:])
+        return self.head[:2](x)
+
+
+def test_slices_of_module_lists_and_sequentials_are_iterated_indexed_and_called():
+    model = Stack()
+    cf, counter = compiled_with_counter(model)
+    x = torch.randn(3, 2)
+    for n in (3, 3):
+        assert torch.allclose(cf(x, n), model(x, n))
+    assert counter.frame_count == 1 and counter.op_count == 7

@@ -479,3 +479,26 @@ def test_an_augmented_assignment_of_a_tensor_to_a_number_is_the_binary_operator(
     for got, want in zip(compiled(x, 3), f(x, 3)):
         assert torch.equal(got, want)
     assert counter.frame_count == 1 and counter.op_count == 5  # gt, to, mul, add, mul
+
+
+def test_environment_variables_read_in_traced_code_are_guarded(monkeypatch):
+    import os
+
+    def f(x):
+        if os.environ.get("BYTEGRAPH_TEST_FLAG", "0") == "1":
+            x = x * 2
+        if "BYTEGRAPH_TEST_OTHER" in os.environ:
+            x = x + int(os.environ["BYTEGRAPH_TEST_OTHER"])
+        return x + (os.getenv("BYTEGRAPH_TEST_MISSING") is None)
+
+    monkeypatch.delenv("BYTEGRAPH_TEST_FLAG", raising=False)
+    monkeypatch.delenv("BYTEGRAPH_TEST_OTHER", raising=False)
+    compiled, counter = compiled_with_counter(f)
+    x = torch.ones(2)
+    assert torch.equal(compiled(x), f(x))
+    monkeypatch.setenv("BYTEGRAPH_TEST_FLAG", "1")
+    assert torch.equal(compiled(x), f(x))
+    monkeypatch.setenv("BYTEGRAPH_TEST_OTHER", "5")
+    assert torch.equal(compiled(x), f(x))
+    assert torch.equal(compiled(x), f(x))  # a cache hit
+    assert counter.frame_count == 3

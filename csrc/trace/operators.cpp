@@ -1,6 +1,7 @@
 #include "trace/operators.h"
 
 #include "trace/values/dict_views.h"
+#include "trace/values/environ.h"
 #include "trace/values/instance_dict.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
@@ -237,6 +238,7 @@ bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) 
   if (auto* set = dynamic_cast<SetValue*>(haystack.get())) return set->contains(tracer, needle);
   if (auto* view = dynamic_cast<DictViewValue*>(haystack.get())) return view->contains(tracer, needle);
   if (auto* attributes = dynamic_cast<InstanceDictValue*>(haystack.get())) return attributes->contains(needle);
+  if (auto* environ = dynamic_cast<EnvironValue*>(haystack.get())) return environ->read(tracer, needle) != nullptr;
   if (haystack->is_constant() && PyAnySet_Check(haystack->constant())) {
     if (needle->is_tensor()) unsupported("unsupported_set", "`in` a set with a tensor (" + needle->repr() + ")");
     int found = PySequence_Contains(haystack->constant(), set_key(tracer, needle).get());

@@ -4,6 +4,7 @@
 #include "trace/comptime.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
+#include "trace/values/environ.h"
 #include "trace/values/partial.h"
 
 namespace bytegraph::trace {
@@ -193,6 +194,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     ~DepthScope() { --depth; }
   } depth_scope{wrap_depth_};
   using K = GuardLog::Kind;
+  if (source && is_os_environ(real)) return std::make_shared<EnvironValue>(py::Ref<>::newref(real), source);
   ObjectKind kind = classify(real);
   // functools.partial, operator.itemgetter/attrgetter (classes and instances): known calls.
   if (kind == ObjectKind::UserClass || kind == ObjectKind::Object || kind == ObjectKind::Class || kind == ObjectKind::Unknown)

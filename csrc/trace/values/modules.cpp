@@ -155,8 +155,57 @@ std::optional<Args> ModuleValue::unpack(Tracer& tracer) {
   return children;
 }
 
+namespace {
+
+// `layers[:n]` of a ModuleList or Sequential: a new container of the same children. The real
+// one is made at trace time for its type and length; the children are the parent's (read
+// through the parent's source). Iterated, indexed, measured or (Sequential) called in the
+// trace; it has no identity of its own, so it is not rebuilt after a break or returned.
+class ModuleSliceValue : public Value {
+ public:
+  ModuleSliceValue(py::Ref<> real, Args children) : real_(std::move(real)), children_(std::move(children)) {}
+  std::string repr() const override { return std::string("ModuleSliceVariable(") + Py_TYPE(real_.get())->tp_name + ")"; }
+  PyObject* python_type() const override { return (PyObject*)Py_TYPE(real_.get()); }
+  PyObject* real_object() const override { return real_.get(); }
+  bool truthy(Tracer&) const override { return true; }
+  std::optional<Args> unpack(Tracer&) override { return children_; }
+  ValuePtr get_item(Tracer&, const ValuePtr& key) override {
+    if (!key->is_constant() || !PyLong_Check(key->constant())) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+    long index = PyLong_AsLong(key->constant());
+    if (index < 0) index += static_cast<long>(children_.size());
+    if (index < 0 || index >= static_cast<long>(children_.size())) unsupported("index_error", "index out of range in " + repr());
+    return children_[index];
+  }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    py::Ref<> forward = check(PyObject_GetAttrString((PyObject*)Py_TYPE(real_.get()), "forward"));
+    if (!PyFunction_Check(forward.get())) unsupported("unsupported_call", repr() + ".forward is not a Python function");
+    Args all{shared_from_this()};
+    all.insert(all.end(), args.begin(), args.end());
+    return tracer.wrap_user_function(forward.get(), nullptr)->call(tracer, all, kwargs);
+  }
+
+ private:
+  py::Ref<> real_;
+  Args children_;
+};
+
+}  // namespace
+
 ValuePtr ModuleValue::get_item(Tracer& tracer, const ValuePtr& key) {
-  if (!key->is_constant() || PySlice_Check(key->constant()))
+  if (key->is_constant() && PySlice_Check(key->constant())) {
+    std::optional<Args> children = unpack(tracer);
+    py::Ref<> modules = check(PyObject_GetAttrString(module_.get(), "_modules"));
+    if (!children || PyDict_Size(modules.get()) != static_cast<Py_ssize_t>(children->size()))
+      unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
+    py::Ref<> real = check(PyObject_GetItem(module_.get(), key->constant()));
+    Py_ssize_t start, stop, step;
+    check_status(PySlice_Unpack(key->constant(), &start, &stop, &step));
+    Py_ssize_t count = PySlice_AdjustIndices(static_cast<Py_ssize_t>(children->size()), &start, &stop, step);
+    Args picked;
+    for (Py_ssize_t i = 0, at = start; i < count; ++i, at += step) picked.push_back((*children)[at]);
+    return std::make_shared<ModuleSliceValue>(std::move(real), std::move(picked));
+  }
+  if (!key->is_constant())
     unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
   py::Ref<> real = check(PyObject_GetItem(module_.get(), key->constant()));
   return tracer.wrap(real.get(), source() ? guards::item_source(source(), py::Ref<>::newref(key->constant())) : nullptr);
