@@ -454,15 +454,6 @@ GAPS = [
         r"unsupported_dict: dict subclass input|unsupported_subscript: ObjectVariable\(\w+, L\['",
         dict_subclass_argument, lambda: (Output(hidden=torch.ones(4)),), "Output(hidden=torch.ones(4))",
         lambda: torch.full((4,), 2.0), helpers=(Output,)),
-    Gap("environ-get", "os.environ.get of an unset variable (TRANSFORMERS_SDPA_FORCE_GQA)",
-        "A KeyError raised and caught inside traced code (Mapping.get over os.environ's __getitem__): trace "
-        "the except clause, guard on the variable being unset.",
-        r"key_error: KeyError", environ_get, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0)),
-    Gap("ModuleList-slice", "slicing a ModuleList (self.layers[:n])",
-        "ModuleList/Sequential slicing and indexing in forward.",
-        r"UnspecializedNNModuleVariable\(ModuleList.*\)\[ConstantVariable\(slice", modulelist_slice,
-        lambda: (LAYERS, torch.ones(2, 4)), "Layers(), torch.ones(2, 4)", lambda: torch.full((2, 4), 0.16),
-        helpers=(Layers,)),
     Gap("autograd.Function", "a custom torch.autograd.Function (BLOOM's GeLUFunction)",
         "autograd.Function.apply traced (forward inlined, backward kept) as torch.compile does.",
         r"_are_functorch_transforms_active|setting attribute 'to_save'|L\['ctx'\] identity changed",
@@ -644,4 +635,13 @@ FIXED = [
         compiled_text="RecursionError: maximum recursion depth exceeded, in TwoLevelConfig.__getattribute__ "
                       "(the same happens with bytegraph.compile(TwoLevelConfig.__getattribute__) called with "
                       "'missing' (AttributeError, as in eager mode) and then 'scale')"),
+    Gap("environ-get", "os.environ.get of an unset variable (TRANSFORMERS_SDPA_FORCE_GQA)",
+        "A KeyError raised and caught inside traced code (Mapping.get over os.environ's __getitem__): trace "
+        "the except clause, guard on the variable being unset.",
+        r"key_error: KeyError", environ_get, _ones, "torch.ones(4)", lambda: torch.full((4,), 2.0)),
+    Gap("ModuleList-slice", "slicing a ModuleList (self.layers[:n])",
+        "ModuleList/Sequential slicing and indexing in forward.",
+        r"UnspecializedNNModuleVariable\(ModuleList.*\)\[ConstantVariable\(slice", modulelist_slice,
+        lambda: (LAYERS, torch.ones(2, 4)), "Layers(), torch.ones(2, 4)", lambda: torch.full((2, 4), 0.16),
+        helpers=(Layers,)),
 ]
