@@ -22,6 +22,7 @@ import logging
 import math
 import operator
 import types
+import weakref
 
 import torch
 import torch.fx
@@ -328,11 +329,40 @@ def _classify_callable(obj):
         return "disabled"
     if _is_dynamo_graph_break(obj):
         return "graph_break"
-    if _is_graph_op(obj):
+    if _is_graph_op(obj) or _is_autograd_function_apply(obj):
         return "torch_function"
     if id(obj) in _PURE_TORCH_QUERIES:
         return "pure_function"
     return None
+
+
+_FUNCTION_APPLY = torch.autograd.Function.apply.__func__
+
+
+def _is_autograd_function_apply(obj) -> bool:
+    """`MyFunction.apply` of a custom torch.autograd.Function: one graph node, so its own
+    backward runs (the engine records it when the node runs; AOT backends trace it too)."""
+    return (isinstance(obj, types.MethodType) and obj.__func__ is _FUNCTION_APPLY
+            and isinstance(obj.__self__, type) and issubclass(obj.__self__, torch.autograd.Function))
+
+
+_APPLY_TARGETS = weakref.WeakKeyDictionary()
+
+
+def autograd_apply_target(bound_apply):
+    """The graph node's target for `MyFunction.apply`: one function per class, named after it.
+    (FX writes a callable from torch's modules by its import path, and the bound classmethod
+    advertises torch.autograd.function as its module.)"""
+    cls = bound_apply.__self__
+    target = _APPLY_TARGETS.get(cls)
+    if target is None:
+        def apply(*args, **kwargs):
+            return cls.apply(*args, **kwargs)
+
+        apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
+        apply.__module__ = cls.__module__
+        target = _APPLY_TARGETS[cls] = apply
+    return target
 
 
 def _marked(obj, name) -> bool:

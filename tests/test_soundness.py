@@ -502,3 +502,32 @@ def test_environment_variables_read_in_traced_code_are_guarded(monkeypatch):
     assert torch.equal(compiled(x), f(x))
     assert torch.equal(compiled(x), f(x))  # a cache hit
     assert counter.frame_count == 3
+
+
+class RoundStraightThrough(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x * 4) / 4
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3  # not the derivative of forward: only the custom backward gives this
+
+
+@pytest.mark.parametrize("backend", ["counter", "aot_eager"])
+def test_a_custom_autograd_function_is_one_node_and_keeps_its_backward(backend):
+    def f(x, w):
+        return (RoundStraightThrough.apply(x * w) + 1).sum()
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter if backend == "counter" else backend)
+    x = torch.randn(5)
+    w_compiled = torch.randn(5, requires_grad=True)
+    w_eager = w_compiled.detach().clone().requires_grad_()
+    for _ in range(2):
+        got, want = compiled(x, w_compiled), f(x, w_eager)
+        got.backward()
+        want.backward()
+        assert torch.allclose(got, want) and torch.allclose(w_compiled.grad, w_eager.grad)
+    if backend == "counter":
+        assert counter.frame_count == 1 and counter.op_count == 4  # mul, apply, add, sum

@@ -30,6 +30,7 @@ struct Bridge {
   py::Ref<> set_grad_enabled;   // torch._C._set_grad_enabled (what graphs call)
   py::Ref<> inspect_signature;  // inspect.signature: folded on known functions
   py::Ref<> signature_of;       // _bridge.signature_of
+  py::Ref<> autograd_apply_target;  // _bridge.autograd_apply_target
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();

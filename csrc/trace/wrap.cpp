@@ -267,6 +267,12 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
           wrap(self.get(), source ? guards::attr_source(source, "__self__") : nullptr));
     }
     case ObjectKind::TorchFunction:
+      if (PyMethod_Check(real) && source) {
+        // A bound classmethod (MyFunction.apply) is a new object per read: its class is guarded.
+        guards.add(K::Id, guards::attr_source(source, "__self__"), PyMethod_GET_SELF(real));
+        py::Ref<> target = check(PyObject_CallOneArg(bridge.autograd_apply_target.get(), real));
+        return std::make_shared<TorchFunctionValue>(std::move(target), source);
+      }
       if (is_direct(source)) guards.add(K::Id, source, real);
       return std::make_shared<TorchFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::Builtin:
