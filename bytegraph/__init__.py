@@ -1,6 +1,10 @@
 """bytegraph: a graph-capture JIT for PyTorch with a C++ core."""
 
-from bytegraph._extension import _C
+from bytegraph import _lazy_dynamo
+
+_lazy_dynamo.install()
+
+from bytegraph._extension import _C  # noqa: E402
 from bytegraph import config
 from bytegraph import _logging
 from bytegraph._logging import set_logs

@@ -289,11 +289,15 @@ def _is_graph_op(obj) -> bool:
 
 
 def _is_dynamo_graph_break(obj) -> bool:
-    # Only if the user's program imported torch._dynamo itself: then it is in sys.modules.
+    # Only if the user's program imported torch._dynamo itself (reading graph_break from it
+    # loads it, see _lazy_dynamo).
     import sys
 
-    dynamo = sys.modules.get("torch._dynamo")
-    return dynamo is not None and obj is getattr(dynamo, "graph_break", None)
+    from bytegraph import _lazy_dynamo
+
+    if not _lazy_dynamo.loaded():
+        return False
+    return obj is getattr(sys.modules["torch._dynamo"], "graph_break", None)
 
 
 def _is_leaf_module_class(cls) -> bool:

@@ -1,0 +1,109 @@
+"""torch._dynamo, loaded only when something uses it.
+
+Fake tensors (torch._subclasses.fake_tensor) read `torch._dynamo.config` when a fake mode is
+made, and importing that submodule runs the whole `torch._dynamo` package first: about 90
+modules and most of a cold start's first second, none of which a compile with the eager
+backend or a callable uses. So, when bytegraph is imported before anything imported
+torch._dynamo, the package is registered unexecuted: its submodules (config) import on
+their own, and the package itself runs its `__init__` the first time one of its
+attributes is read (`torch._dynamo.reset`, `from torch._dynamo import mark_dynamic`, an AOT
+backend), exactly as a normal import would have, in the same module object.
+"""
+
+import importlib.util
+import sys
+import threading
+import types
+
+_NAME = "torch._dynamo"
+
+
+class _DeferredPackage(types.ModuleType):
+    """The torch._dynamo package before its __init__ has run."""
+
+    def __setattr__(self, name, value):
+        # Patching torch._dynamo (e.g. `torch._dynamo.optimize = ...`) patches the real package:
+        # its __init__ runs first, so it cannot overwrite the patch later.
+        submodule = isinstance(value, types.ModuleType) and value.__name__ == f"{_NAME}.{name}"
+        if not submodule and not (name.startswith("__") and name.endswith("__")):
+            _load(self)
+        types.ModuleType.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        if name == "disable":
+            # torch's own `_disable_dynamo` decorator (on FakeTensorMode.__torch_dispatch__ and
+            # other internals) asks for torch._dynamo.disable on the first call of what it
+            # decorates. Until torch._dynamo runs nothing can be compiled by it, so there is
+            # nothing to disable yet: see _DisabledUntilLoaded.
+            return _disable_until_loaded
+        # `from . import utils` inside its own submodules asks the package for a submodule:
+        # that imports the submodule alone (the package's __init__ is not what they need).
+        if not name.startswith("__") and importlib.util.find_spec(f"{_NAME}.{name}") is not None:
+            return importlib.import_module(f"{_NAME}.{name}")
+        _load(self)
+        return getattr(self, name)
+
+
+_lock = threading.RLock()
+
+
+class _DisabledUntilLoaded:
+    """What torch._dynamo.disable(fn, ...) returns before torch._dynamo has run: `fn` itself
+    while Dynamo cannot be compiling anything, Dynamo's own disabled wrapper once it is loaded."""
+
+    def __init__(self, fn, args, kwargs):
+        self._fn, self._args, self._kwargs = fn, args, kwargs
+        self._disabled = None
+
+    def __call__(self, *args, **kwargs):
+        if self._disabled is None:
+            if not loaded():
+                return self._fn(*args, **kwargs)
+            self._disabled = sys.modules[_NAME].disable(self._fn, *self._args, **self._kwargs)
+        return self._disabled(*args, **kwargs)
+
+
+def _disable_until_loaded(fn=None, *args, **kwargs):
+    if fn is None or loaded():
+        return getattr(_load_now(), "disable")(fn, *args, **kwargs)
+    return _DisabledUntilLoaded(fn, args, kwargs)
+
+
+def _load_now():
+    module = sys.modules[_NAME]
+    _load(module)
+    return module
+
+
+def _load(module):
+    with _lock:
+        if type(module) is not _DeferredPackage:
+            return
+        module.__class__ = types.ModuleType  # from now on a plain module: attribute misses raise
+        try:
+            module.__spec__.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(_NAME, None)
+            raise
+
+
+def install():
+    """Registers torch._dynamo unexecuted, unless it is imported already."""
+    if _NAME in sys.modules:
+        return
+    import torch  # noqa: F401  (the parent package must be imported first)
+
+    spec = importlib.util.find_spec(_NAME)
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    module.__class__ = _DeferredPackage
+    sys.modules[_NAME] = module
+    # `torch._dynamo` as an attribute of torch stays unset until the package runs, so that
+    # torch's own `hasattr(torch, "_dynamo")`-style checks see what they saw before.
+
+
+def loaded() -> bool:
+    """Whether torch._dynamo has been imported for real (by anyone)."""
+    module = sys.modules.get(_NAME)
+    return module is not None and type(module) is not _DeferredPackage
