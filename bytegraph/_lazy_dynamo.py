@@ -37,14 +37,51 @@ class _DeferredPackage(types.ModuleType):
             # nothing to disable yet: see _DisabledUntilLoaded.
             return _disable_until_loaded
         # `from . import utils` inside its own submodules asks the package for a submodule:
-        # that imports the submodule alone (the package's __init__ is not what they need).
-        if not name.startswith("__") and importlib.util.find_spec(f"{_NAME}.{name}") is not None:
+        # one of the standalone ones imports alone (see _SubmoduleFinder for the others).
+        if name in _STANDALONE:
             return importlib.import_module(f"{_NAME}.{name}")
         _load(self)
         return getattr(self, name)
 
 
 _lock = threading.RLock()
+
+# Submodules that import on their own without the package's __init__ (fake tensors read
+# `config`, and meta tensors `source` with the few modules it imports). Importing any other
+# submodule runs the package first, in the order its __init__ imports them (some depend on it).
+_STANDALONE = frozenset({"config", "source", "utils", "bytecode_analysis", "bytecode_transformation",
+                         "graph_utils", "metrics_context"})
+
+
+class _AlreadyImported:
+    """The loader of a submodule that the package's __init__ has just imported: the import
+    statement that asked for it gets that module object, not a second copy."""
+
+    def __init__(self, module):
+        self._module, self._spec, self._loader = module, module.__spec__, module.__loader__
+
+    def create_module(self, spec):
+        return self._module
+
+    def exec_module(self, module):
+        module.__spec__, module.__loader__ = self._spec, self._loader
+
+
+class _SubmoduleFinder:
+    """First on sys.meta_path while the package is deferred."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if not fullname.startswith(_NAME + ".") or loaded() or _NAME not in sys.modules:
+            return None
+        if fullname.split(".")[2] in _STANDALONE:
+            return None
+        _load(sys.modules[_NAME])
+        module = sys.modules.get(fullname)
+        if module is None:
+            return None  # not imported by __init__: the normal finders import it now
+        return importlib.util.spec_from_loader(fullname, _AlreadyImported(module),
+                                               is_package=hasattr(module, "__path__"))
 
 
 class _DisabledUntilLoaded:
@@ -80,6 +117,8 @@ def _load(module):
         if type(module) is not _DeferredPackage:
             return
         module.__class__ = types.ModuleType  # from now on a plain module: attribute misses raise
+        if _SubmoduleFinder in sys.meta_path:
+            sys.meta_path.remove(_SubmoduleFinder)
         try:
             module.__spec__.loader.exec_module(module)
         except BaseException:
@@ -99,6 +138,7 @@ def install():
     module = importlib.util.module_from_spec(spec)
     module.__class__ = _DeferredPackage
     sys.modules[_NAME] = module
+    sys.meta_path.insert(0, _SubmoduleFinder)
     # `torch._dynamo` as an attribute of torch stays unset until the package runs, so that
     # torch's own `hasattr(torch, "_dynamo")`-style checks see what they saw before.
 
