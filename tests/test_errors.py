@@ -371,3 +371,23 @@ def test_a_module_mutated_during_its_own_forward():
         assert module.calls == reference.calls
         assert torch.equal(module.lin.weight, reference.lin.weight)
     assert counter.frame_count >= 3  # the layer call is captured each time
+
+
+def test_trace_results_and_guard_trees_take_part_in_garbage_collection():
+    # A result and its guard tree held from the traced module's globals: a cycle through the
+    # guarded functions that only tp_traverse/tp_clear let the collector see.
+    import gc
+    import weakref
+
+    from bytegraph._C import trace as _trace
+
+    def make():
+        namespace = {"torch": torch}
+        exec("def helper(x):\n    return x * 2\ndef f(x):\n    return helper(x) + 1", namespace)
+        result = _trace.trace(namespace["f"], (torch.ones(2),), {})
+        namespace["held"] = (result, result.build_guards())
+        return weakref.ref(namespace["helper"]), weakref.ref(namespace["f"])
+
+    refs = make()
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]

@@ -55,6 +55,10 @@ struct OutputPlan {
   static OutputPlan null();
 };
 
+// Visits the Python objects `plan` owns (its constants, keys and sources' objects), for
+// the cycle collector (python/gc.h).
+void traverse(const OutputPlan& plan, py::Visitor& visit);
+
 // The local that holds the graph's output tuple while values are rebuilt from it.
 inline constexpr const char* kGraphOutputLocal = "___graph_out";
 

@@ -44,6 +44,9 @@ struct SideEffectPlan {
 
 bool uses_graph_outputs(const std::vector<SideEffectPlan>& effects);
 
+// Visits the Python objects `effect` owns, for the cycle collector (python/gc.h).
+void traverse(const SideEffectPlan& effect, py::Visitor& visit);
+
 // Step 1: the operands, into temporaries.
 void emit_side_effect_operands(CodeBuilder& builder, const std::vector<SideEffectPlan>& effects,
                                PyCodeObject* code /* borrowed */);

@@ -17,6 +17,11 @@ Fetched Accessor::fetch_for_child(PyObject* parent, const FrameValues& frame) co
   return value;
 }
 
+void Accessor::traverse(py::Visitor& visit) const {
+  traverse_own(visit);
+  child_->traverse(visit);
+}
+
 bool Accessor::check(PyObject* parent, const FrameValues& frame) const {
   Fetched value = fetch_for_child(parent, frame);
   return value && child_->check(value.get(), frame);
@@ -162,6 +167,7 @@ class ItemAccessor final : public Accessor {
   }
   const char* missing_reason() const override { return "item missing"; }
   bool borrows_from_container() const override { return true; }
+  void traverse_own(py::Visitor& visit) const override { visit(key_); }
 
  private:
   Fetched sequence_item(PyObject* sequence) const {
@@ -185,6 +191,7 @@ class HeldObjectAccessor final : public Accessor {
   Fetched fetch(PyObject*, const FrameValues&) const override { return Fetched::borrowed(object_.get()); }
   const char* missing_reason() const override { return "no object"; }
   bool borrows_from_container() const override { return false; }
+  void traverse_own(py::Visitor& visit) const override { visit(object_); }
 
  private:
   py::Ref<> object_;

@@ -14,6 +14,7 @@
 
 #include "guards/guard_set.h"
 #include "guards/source.h"
+#include "python/gc.h"
 #include "python/ref.h"
 
 namespace bytegraph::guards {
@@ -62,12 +63,16 @@ class Accessor {
   // True if fetch() borrows from a container (dict, list, cell) rather than from the frame
   // or the parent object itself.
   virtual bool borrows_from_container() const = 0;
+  // The Python objects the accessor itself owns (a key, a held object).
+  virtual void traverse_own(py::Visitor&) const {}
 
   bool check(PyObject* parent, const FrameValues& frame) const;
   // The first failure below this accessor, in words; empty if none.
   std::string explain(PyObject* parent, const FrameValues& frame) const;
 
   GuardManager& child() const { return *child_; }
+  // Visits the Python objects this accessor and its subtree own (python/gc.h).
+  void traverse(py::Visitor& visit) const;
 
  private:
   Fetched fetch_for_child(PyObject* parent, const FrameValues& frame) const;

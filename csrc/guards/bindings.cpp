@@ -10,6 +10,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "binding_gc.h"
 #include "bindings.h"
 #include "guards/guard_set.h"
 #include "guards/python_handles.h"
@@ -120,8 +121,16 @@ void bind_sources(nb::module_& m) {
   }, nb::arg("name"), nb::arg("index"));
 }
 
+void traverse_guard_set(const GuardSet& set, py::Visitor& visit) { set.traverse(visit); }
+void clear_guard_set(GuardSet& set) { set.clear(); }
+void traverse_guard_tree(const PyGuardTree& handle, py::Visitor& visit) {
+  if (handle.tree) handle.tree->traverse(visit);
+}
+void clear_guard_tree(PyGuardTree& handle) { handle.tree.reset(); }
+
 void bind_guard_set(nb::module_& m) {
-  nb::class_<GuardSet>(m, "GuardSet", "Guards collected per source; build() makes a tree.")
+  nb::class_<GuardSet>(m, "GuardSet", "Guards collected per source; build() makes a tree.",
+                       nb::type_slots(GcSlots<GuardSet, traverse_guard_set, clear_guard_set>::slots))
       .def(nb::init<>())
       .def("add_type_match", [](GuardSet& g, const PySource& s, nb::handle type) {
         if (!PyType_Check(type.ptr())) throw PythonError::make(PyExc_TypeError, "expected a type");
@@ -171,7 +180,8 @@ void bind_guard_set(nb::module_& m) {
 }
 
 void bind_guard_tree(nb::module_& m) {
-  nb::class_<PyGuardTree>(m, "GuardTree", "A built guard tree.")
+  nb::class_<PyGuardTree>(m, "GuardTree", "A built guard tree.",
+                          nb::type_slots(GcSlots<PyGuardTree, traverse_guard_tree, clear_guard_tree>::slots))
       .def("check_locals",
            [](const PyGuardTree& t, nb::handle locals, nb::handle globals, nb::handle builtins,
               nb::handle closure) {

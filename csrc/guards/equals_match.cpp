@@ -86,6 +86,7 @@ class EqualsMatch final : public LeafGuard {
            safe_repr(value_.get());
   }
   int cost_rank() const override { return kCostValue; }
+  void traverse(py::Visitor& visit) const override { visit(value_); }
 
  private:
   py::Ref<> value_;

@@ -87,6 +87,16 @@ void GuardManager::describe(std::vector<std::pair<std::string, std::string>>& li
   for (const auto& accessor : accessors_) accessor->child().describe(lines);
 }
 
+void GuardManager::traverse(py::Visitor& visit) const {
+  // Leaves are shared with the GuardSet they came from (their designated owner while it
+  // lives, see GuardSet::traverse) and other trees built from it; the source is shared with
+  // the whole compile. A tree visits them only as their sole owner.
+  for (const LeafPtr& leaf : leaves_)
+    if (py::sole_owner(leaf)) leaf->traverse(visit);
+  traverse_source(source_, visit);
+  for (const auto& accessor : accessors_) accessor->traverse(visit);
+}
+
 size_t GuardManager::guard_count() const {
   size_t count = leaves_.size();
   for (const auto& accessor : accessors_) count += accessor->child().guard_count();

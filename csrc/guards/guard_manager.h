@@ -44,6 +44,8 @@ class GuardManager {
   // (source, line) for every leaf in this subtree.
   void describe(std::vector<std::pair<std::string, std::string>>& lines) const;
   size_t guard_count() const;
+  // Visits the Python objects this subtree owns alone (python/gc.h).
+  void traverse(py::Visitor& visit) const;
 
   const std::string& repr() const { return repr_; }
   // Whether checking this subtree can run Python code (set by finalize()).

@@ -105,6 +105,7 @@ class FrameGuardTree final : public GuardTree {
     return text;
   }
   size_t guard_count() const override { return root_.guard_count() + relations_.size() + shape_guards_.size(); }
+  void traverse(py::Visitor& visit) const override { root_.traverse(visit); }
 
  private:
   GuardManager root_;
@@ -282,5 +283,23 @@ size_t GuardSet::size() const {
   for (const auto& [repr, entry] : impl_->by_source) count += entry.leaves.size();
   return count;
 }
+
+void GuardSet::traverse(py::Visitor& visit) const {
+  // The set is the designated owner of its leaves: it visits them even while trees built
+  // from it share them, and a tree visits a leaf only once the set is gone (GuardManager).
+  for (const LeafPtr& leaf : impl_->global_state) leaf->traverse(visit);
+  for (const auto& [repr, entry] : impl_->by_source) {
+    traverse_source(entry.source, visit);
+    for (const LeafPtr& leaf : entry.leaves) leaf->traverse(visit);
+  }
+  for (const auto& [first, second] : impl_->same_objects) {
+    traverse_source(first, visit);
+    traverse_source(second, visit);
+  }
+  for (const auto& sources : impl_->distinct_objects)
+    for (const auto& source : sources) traverse_source(source, visit);
+}
+
+void GuardSet::clear() { impl_ = std::make_unique<Impl>(); }
 
 }  // namespace bytegraph::guards

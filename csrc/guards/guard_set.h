@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "guards/source.h"
+#include "python/gc.h"
 #include "python/ref.h"
 
 namespace bytegraph::guards {
@@ -73,6 +74,9 @@ class GuardSet {
   std::unique_ptr<GuardTree> build() const;
   // The number of distinct guards collected.
   size_t size() const;
+  // Visits the Python objects this set owns alone (python/gc.h); forgets every guard.
+  void traverse(py::Visitor& visit) const;
+  void clear();
 
  private:
   struct Impl;
@@ -92,6 +96,9 @@ class GuardTree {
   virtual std::string explain_failure(const FrameValues& frame) const = 0;
   virtual std::vector<std::string> describe() const = 0;
   virtual size_t guard_count() const = 0;
+  // Visits the Python objects this tree owns alone (python/gc.h), for the tp_traverse of
+  // the Python objects that hold a tree.
+  virtual void traverse(py::Visitor&) const {}
 };
 
 }  // namespace bytegraph::guards

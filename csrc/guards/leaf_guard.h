@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "python/gc.h"
 #include "python/ref.h"
 
 namespace bytegraph::guards {
@@ -30,6 +31,8 @@ class LeafGuard {
   // True if check() can run Python code (a dict subclass's keys(), a tensor subclass's
   // __torch_function__), which could drop the container reference a borrowed value lives on.
   virtual bool may_run_python() const { return false; }
+  // Visits the Python objects this leaf owns (python/gc.h).
+  virtual void traverse(py::Visitor&) const {}
 };
 
 using LeafPtr = std::shared_ptr<const LeafGuard>;

@@ -31,6 +31,7 @@ class TypeMatch final : public LeafGuard {
   }
   std::string dedupe_key() const override { return "TYPE_MATCH " + pointer_text(type_.get()); }
   int cost_rank() const override { return kCostIdentity; }
+  void traverse(py::Visitor& visit) const override { visit(type_); }
 
  private:
   py::Ref<PyTypeObject> type_;
@@ -50,6 +51,7 @@ class IdMatch final : public LeafGuard {
   }
   std::string dedupe_key() const override { return "ID_MATCH " + pointer_text(object_.get()); }
   int cost_rank() const override { return kCostIdentity; }
+  void traverse(py::Visitor& visit) const override { visit(object_); }
 
  private:
   py::Ref<> object_;
@@ -137,6 +139,7 @@ class DictKeysMatch final : public LeafGuard {
   std::string dedupe_key() const override { return "DICT_KEYS_MATCH " + safe_repr(keys_.get()); }
   int cost_rank() const override { return kCostDictKeys; }
   bool may_run_python() const override { return true; }
+  void traverse(py::Visitor& visit) const override { visit(keys_); }
 
  private:
   bool exact_dict_matches(PyObject* dict) const {
@@ -198,6 +201,7 @@ class DictLacksKey final : public LeafGuard {
   }
   std::string dedupe_key() const override { return "DICT_LACKS_KEY " + short_repr(key_.get()); }
   int cost_rank() const override { return kCostValue; }
+  void traverse(py::Visitor& visit) const override { visit(key_); }
 
  private:
   py::Ref<> key_;

@@ -104,4 +104,10 @@ SourcePtr type_source(SourcePtr base) {
   return make_derived(Source::Kind::Type, std::move(base), {}, nullptr);
 }
 
+void traverse_source(const SourcePtr& source, py::Visitor& visit) {
+  // Each base is owned through its derived source's `base`: follow the chain while every
+  // link has one owner.
+  for (const SourcePtr* link = &source; py::sole_owner(*link); link = &(*link)->base) visit((*link)->key);
+}
+
 }  // namespace bytegraph::guards

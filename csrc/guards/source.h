@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "python/gc.h"
 #include "python/ref.h"
 
 namespace bytegraph::guards {
@@ -55,5 +56,9 @@ SourcePtr globals_dict_source();
 // base.__dict__[name]: an attribute stored on the instance itself.
 SourcePtr instance_dict_source(SourcePtr base, std::string name);
 SourcePtr instance_dict_of(SourcePtr base);
+
+// Visits the key of `source` and of its bases, as far as the holder of `source` is the only
+// owner of each (python/gc.h).
+void traverse_source(const SourcePtr& source, py::Visitor& visit);
 
 }  // namespace bytegraph::guards

@@ -70,6 +70,11 @@ class TensorMatch final : public LeafGuard {
   std::string dedupe_key() const override { return "TENSOR_MATCH " + properties(); }
   int cost_rank() const override { return kCostTensor; }
   bool may_run_python() const override { return true; }
+  void traverse(py::Visitor& visit) const override {
+    visit(type_);
+    visit(dtype_);
+    visit(device_);
+  }
 
  private:
   // A dynamic dimension's size may change. So may every stride that lies outside it in

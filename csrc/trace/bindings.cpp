@@ -2,7 +2,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "binding_gc.h"
 #include "bindings.h"
+#include "codegen/side_effects.h"
 #include "guards/python_handles.h"
 #include "python/errors.h"
 #include "trace/symbolic.h"
@@ -81,11 +83,38 @@ nb::object finish_trace(Trace run, bool allow_graph_break) {
   return nb::cast(std::move(result));
 }
 
+// What a result owns, for the cycle collector: its graph, example inputs, plans and guards
+// hold user objects (functions, modules, globals dicts) that may hold the result in turn.
+// The decoded code holds code objects and constants, which cannot form cycles.
+void traverse_result(const trace::TraceResult& result, py::Visitor& visit) {
+  visit(result.graph_module);
+  visit(result.example_inputs);
+  if (result.output) codegen::traverse(*result.output, visit);
+  for (const auto& effect : result.side_effects) codegen::traverse(effect, visit);
+  for (const auto& source : result.input_sources) guards::traverse_source(source, visit);
+  if (py::sole_owner(result.guard_set)) result.guard_set->traverse(visit);
+  if (const auto& state = result.break_state) {
+    for (const auto& plan : state->stack) codegen::traverse(plan, visit);
+    for (const auto& [name, plan] : state->locals) codegen::traverse(plan, visit);
+    for (const auto& [name, plan] : state->cells) codegen::traverse(plan, visit);
+    for (const auto& effect : state->side_effects) codegen::traverse(effect, visit);
+    visit(state->kw_names);
+  }
+}
+
+void clear_result(trace::TraceResult& result) { result = trace::TraceResult{}; }
+
+const guards::GuardSet& guard_set_of(const trace::TraceResult& result) {
+  if (!result.guard_set) throw PythonError::make(PyExc_RuntimeError, "this TraceResult was cleared");
+  return *result.guard_set;
+}
+
 }  // namespace
 
 void bind_trace(nb::module_& m) {
   nb::module_ trace = m.def_submodule("trace", "The symbolic interpreter");
-  nb::class_<trace::TraceResult>(trace, "TraceResult")
+  nb::class_<trace::TraceResult>(trace, "TraceResult",
+                                 nb::type_slots(GcSlots<trace::TraceResult, traverse_result, clear_result>::slots))
       .def_prop_ro("graph_module", [](const trace::TraceResult& r) { return borrow(r.graph_module); })
       .def_prop_ro("inputs", [](const trace::TraceResult& r) { return r.inputs; })
       .def_prop_ro("example_inputs", [](const trace::TraceResult& r) { return borrow(r.example_inputs); })
@@ -101,7 +130,7 @@ void bind_trace(nb::module_& m) {
                      return sources;
                    },
                    "The graph's inputs as guards.Source handles, in placeholder order")
-      .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{r.guard_set->build()}; },
+      .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{guard_set_of(r).build()}; },
            "A new guard tree for everything the trace relied on.")
       .def("add_shape_guards", [](trace::TraceResult& r) { trace::add_shape_guards(r); },
            "Dynamic shapes: adds the ShapeEnv's guards (call after the backend ran, which may add "
@@ -110,7 +139,8 @@ void bind_trace(nb::module_& m) {
                    "The FakeTensorMode of a trace with symbolic shapes (backends compile in it), or None.")
       // The GuardSet itself (bytegraph._C.guards.GuardSet), alive as long as this result.
       .def_prop_ro(
-          "guard_set", [](const trace::TraceResult& r) -> guards::GuardSet& { return *r.guard_set; },
+          "guard_set",
+          [](const trace::TraceResult& r) -> guards::GuardSet& { return const_cast<guards::GuardSet&>(guard_set_of(r)); },
           nb::rv_policy::reference_internal)
       .def_prop_ro("graph_break", [](const trace::TraceResult& r) {
         nb::object info = break_info(r.graph_break);
