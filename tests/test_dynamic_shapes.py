@@ -504,3 +504,14 @@ def test_backends_run_dynamic_graphs(backend):
     calls = [(torch.randn(b, 6), torch.randn(10)) for b in (3, 5, 7)]
     sweep(f, calls, backend=counter, dynamic=True)
     assert counter.frame_count == 1
+
+
+def reshape_with_a_built_shape(x):
+    # GPT-2's `(-1,) + input_shape[1:]`: a constant tuple joined with symbolic sizes.
+    shape = (-1,) + x.shape[1:]
+    return x.reshape(shape) * 2, [7] + list(x.shape[:1])
+
+
+def test_tuples_of_constants_joined_with_symbolic_sizes_stay_in_the_graph():
+    counter = sweep(reshape_with_a_built_shape, [(torch.randn(2, s, 3),) for s in range(4, 9)], dynamic=True)
+    assert counter.frame_count == 1

@@ -155,9 +155,25 @@ PyObject* number_inplace_as_binary(PyObject* function, const Args& operands) {
   return function;
 }
 
+// A constant tuple or list as a symbolic sequence of constants (`(-1,) + shape[1:]` where the
+// shape holds symbolic sizes); null for anything else.
+std::shared_ptr<SequenceValue> constant_sequence(const ValuePtr& value) {
+  if (!value->is_constant()) return nullptr;
+  PyObject* object = value->constant();
+  if (!PyTuple_Check(object) && !PyList_Check(object)) return nullptr;
+  py::Ref<> items = check(PySequence_Fast(object, "a sequence"));
+  Args values;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items.get()); ++i)
+    values.push_back(ConstantValue::make(py::Ref<>::newref(PySequence_Fast_GET_ITEM(items.get(), i))));
+  return std::make_shared<SequenceValue>(PyList_Check(object), std::move(values));
+}
+
 ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  std::shared_ptr<SequenceValue> left_constant, right_constant;
   auto* left = dynamic_cast<SequenceValue*>(operands[0].get());
   auto* right = operands.size() > 1 ? dynamic_cast<SequenceValue*>(operands[1].get()) : nullptr;
+  if (left && !right && operands.size() > 1 && (right_constant = constant_sequence(operands[1]))) right = right_constant.get();
+  if (!left && right && (left_constant = constant_sequence(operands[0]))) left = left_constant.get();
   bool add = function == operator_function("add") || function == operator_function("iadd");
   if (add && left && right && left->is_list() == right->is_list()) {
     if (function == operator_function("iadd") && left->is_list()) {
