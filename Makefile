@@ -20,7 +20,7 @@ PIP := $(PY) -m pip install -q -c constraints.txt
 JOBS ?= $(shell nproc)
 PYTEST_ARGS ?=
 
-.PHONY: deps build test test-py test-cpp demo bench asan clean
+.PHONY: deps build test test-py test-cpp demo bench leaks asan clean
 
 # Stamp files keep repeated `make test` from re-running pip and apt.
 # Debian packages the tests use: GoogleTest (C++ units), Chromium + its driver (the trace
@@ -70,6 +70,10 @@ demo: build
 bench: build
 	$(PIP) -r benchmarks/requirements.txt
 	PYTHONPATH=$(CURDIR) $(PY) -m benchmarks.run
+
+# 1,000,000 cache hits and 10,000 compile/reset cycles: no growth of live objects or memory.
+leaks: build
+	PYTHONPATH=$(CURDIR) $(PY) tools/leak_check.py
 
 # ASan + UBSan build of the extension; the interpreter itself is not instrumented, so the
 # runtime is preloaded. Leak detection is off: CPython's arenas and interned objects are

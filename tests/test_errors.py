@@ -391,3 +391,36 @@ def test_trace_results_and_guard_trees_take_part_in_garbage_collection():
     refs = make()
     gc.collect()
     assert [ref() for ref in refs] == [None, None]
+
+
+def test_compiling_and_calling_from_eight_threads_gives_eager_results():
+    import threading
+
+    from bytegraph.testing import CompileCounter
+
+    def f(x, k):
+        y = x * k
+        if y.sum() > 0:  # a break: resume functions are compiled and called concurrently too
+            y = y + 1
+        return y.relu()
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    failures = []
+
+    def work(seed):
+        try:
+            for j in range(100):
+                x = torch.randn(3 + j % 3) * (1 if j % 2 else -1)
+                k = (seed + j) % 4
+                if not torch.equal(compiled(x, k), f(x, k)):
+                    failures.append((seed, j))
+        except Exception as error:  # noqa: BLE001 (reported below)
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and counter.frame_count >= 2
