@@ -123,10 +123,12 @@ def identifier(text):
 # that is a nested `def __temp_N(...)` repeating the resume function's whole body. The
 # constants are swapped for stubs whose body names the function, and the nested definitions
 # become calls by name (each resume function is shown on its own).
-_STUB_MARK = "__bytegraph_resume__:"
+# A stub returns a global named after the resume function: a name decompiles the same way on
+# every version (a string constant does not: 3.12's RETURN_CONST loses its quotes in depyf).
+_STUB_MARK = "__bytegraph_resume__"
 _NESTED_STUB = re.compile(
-    r"^(?P<indent>[ \t]*)def (?P<temp>\w+)\([^)]*\):\n[ \t]*return '" + re.escape(_STUB_MARK)
-    + r"(?P<name>\w+)'\n(?:[ \t]*\n)*", re.MULTILINE)
+    r"^(?P<indent>[ \t]*)def (?P<temp>\w+)\([^)]*\):\n[ \t]*return " + re.escape(_STUB_MARK)
+    + r"(?P<name>\w+)\n(?:[ \t]*\n)*", re.MULTILINE)
 
 
 def _with_resume_stubs(code):
@@ -138,7 +140,7 @@ def _with_resume_stubs(code):
         if hasattr(constant, "co_code") and _C.codegen.is_resume_code(constant):
             arguments = ", ".join(constant.co_varnames[:constant.co_argcount])
             name = identifier(constant.co_name)
-            source = f"def {name}({arguments}):\n    return {_STUB_MARK + name!r}\n"
+            source = f"def {name}({arguments}):\n    return {_STUB_MARK + name}\n"
             constants[i] = next(c for c in compile(source, "<stub>", "exec").co_consts if hasattr(c, "co_code"))
             changed = True
     return code.replace(co_consts=tuple(constants)) if changed else code
