@@ -9,6 +9,25 @@ namespace bytegraph::trace {
 
 namespace {
 
+// A set's items in its iteration order (the private _PySet_NextEntry is gone from 3.13's
+// public headers). Each reference keeps its item alive while the caller looks at it.
+std::vector<py::Ref<>> set_items(PyObject* set) {
+  std::vector<py::Ref<>> items;
+  py::Ref<> iterator = check(PyObject_GetIter(set));
+  while (PyObject* item = PyIter_Next(iterator.get())) items.push_back(py::Ref<>::steal(item));
+  if (PyErr_Occurred()) throw_python_error();
+  return items;
+}
+
+void add_all(PyObject* target, PyObject* source) {
+  for (const py::Ref<>& item : set_items(source)) check_status(PySet_Add(target, item.get()));
+}
+
+}  // namespace
+
+
+namespace {
+
 // Objects a set may hold by identity: their hash and == are the default ones (object's or
 // type's), so membership cannot run user code or depend on data.
 bool hashed_by_identity(PyObject* object) {
@@ -188,10 +207,9 @@ SetValue::SetValue(bool frozen) : frozen_(frozen), keys_(check(PySet_New(nullptr
 std::string SetValue::repr() const {
   std::string text = frozen_ ? "FrozensetVariable({" : "SetVariable({";
   PyObject* key;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
   bool first = true;
-  while (_PySet_NextEntry(keys_.get(), &position, &key, &hash)) {
+  for (const py::Ref<>& key_ref : set_items(keys_.get())) {
+    key = key_ref.get();
     auto member = members_.find(key);
     text += (first ? "" : ", ") + (member != members_.end() ? member->second->repr() : py_repr(key));
     first = false;
@@ -231,9 +249,8 @@ bool SetValue::discard(Tracer& tracer, const ValuePtr& item) {
   // The stored key object (an equal constant may be another object).
   PyObject* stored = nullptr;
   PyObject* candidate;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
-  while (_PySet_NextEntry(keys_.get(), &position, &candidate, &hash)) {
+  for (const py::Ref<>& candidate_ref : set_items(keys_.get())) {
+    candidate = candidate_ref.get();
     int equal = PyObject_RichCompareBool(candidate, key.get(), Py_EQ);
     check_status(equal);
     if (equal) stored = candidate;
@@ -264,9 +281,8 @@ py::Ref<> SetValue::keys(bool frozen) const {
 void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& sources) {
   std::unordered_map<PyObject*, ValuePtr> members;
   PyObject* key;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
-  while (_PySet_NextEntry(keys, &position, &key, &hash)) {
+  for (const py::Ref<>& key_ref : set_items(keys)) {
+    key = key_ref.get();
     for (const auto* source : sources) {
       auto found = source->members_.find(key);
       if (found != source->members_.end()) {
@@ -277,7 +293,7 @@ void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& source
   }
   if (keys != keys_.get()) {
     check_status(PySet_Clear(keys_.get()));
-    check_status(_PySet_Update(keys_.get(), keys));
+    add_all(keys_.get(), keys);
   }
   members_ = std::move(members);
 }
@@ -285,9 +301,8 @@ void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& source
 std::optional<Args> SetValue::unpack(Tracer&) {
   Args items;
   PyObject* key;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
-  while (_PySet_NextEntry(keys_.get(), &position, &key, &hash)) {
+  for (const py::Ref<>& key_ref : set_items(keys_.get())) {
+    key = key_ref.get();
     auto member = members_.find(key);
     items.push_back(member != members_.end() ? member->second : ConstantValue::make(py::Ref<>::newref(key)));
   }
@@ -314,7 +329,7 @@ std::function<void()> SetValue::saved_state() {
   auto members = members_;
   return [this, keys, members] {
     check_status(PySet_Clear(keys_.get()));
-    check_status(_PySet_Update(keys_.get(), keys->get()));
+    add_all(keys_.get(), keys->get());
     members_ = members;
   };
 }
