@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from conftest import needs_decompiler  # noqa: E402
 
 
 def _demo(*args):
@@ -10,6 +11,7 @@ def _demo(*args):
     return result.stdout
 
 
+@needs_decompiler
 def test_demo_is_a_short_tour_of_graphs_guards_breaks_and_timings():
     out = _demo()
     assert "✗" not in out  # every check the tour makes holds

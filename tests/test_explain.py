@@ -12,6 +12,7 @@ import bytegraph
 from bytegraph.eval_frame import frame_hook
 from bytegraph.examples import foo1, foo2
 from bytegraph.testing import CompileCounter
+from conftest import needs_decompiler  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +66,7 @@ def test_explain_foo2(sign_a, sign_b):
     assert len(out.compile_times) == 3 and all(seconds >= 0 for _, seconds in out.compile_times)
 
 
+@needs_decompiler
 def test_explain_str_is_a_readable_summary():
     text = str(bytegraph.explain(foo2)(torch.ones(4), -torch.ones(4)))
     assert "Graph Count: 3" in text

@@ -14,6 +14,7 @@ import bytegraph
 from bytegraph import _logging
 from bytegraph.testing import CompileCounterWithBackend, count_ops
 from bytegraph.examples import foo1
+from conftest import needs_decompiler  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,6 +69,7 @@ def test_set_logs_rejects_unknown_names():
         bytegraph.set_logs(graph="yes")
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the expected TRACE lines follow 3.11/3.12 bytecode (3.13 fuses LOAD_FAST pairs and pushes the call's NULL after the callable)")
 def test_trace_lines_show_each_instruction_and_the_symbolic_stack(capsys):
     bytegraph.set_logs(trace=True)
     _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
@@ -147,6 +149,7 @@ def test_graph_breaks_artifact_gives_reason_and_user_stack(capsys):
     assert f"examples.py:{line} in foo1\n    if b.sum() < 0:" in err
 
 
+@needs_decompiler
 def test_bytecode_artifact_shows_generated_functions_as_source_next_to_the_original(capsys):
     bytegraph.set_logs(bytecode=True)
     _run(foo1, torch.ones(3), -torch.ones(3))
@@ -280,6 +283,7 @@ def _run_script(env_value):
     return done.stderr
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the expected TRACE lines follow 3.11/3.12 bytecode (3.13 fuses LOAD_FAST pairs and pushes the call's NULL after the callable)")
 def test_environment_variable_is_read_at_import():
     err = _run_script("+trace,graph_code,guards")
     assert "[bytegraph.trace] TRACE LOAD_FAST a []" in err

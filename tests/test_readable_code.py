@@ -10,6 +10,7 @@ import torch
 import bytegraph
 from bytegraph import _readable_code
 from bytegraph.examples import foo1
+from conftest import needs_decompiler  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +26,7 @@ def _generated_code_of(fn, *args):
     return entry["code"]
 
 
+@needs_decompiler
 def test_generated_code_reads_as_python():
     pytest.importorskip("depyf")
     code = _generated_code_of(foo1, torch.ones(2), -torch.ones(2))
@@ -72,6 +74,7 @@ def test_a_decompiler_that_fails_or_hangs_falls_back(monkeypatch):
         assert time.perf_counter() - start < 3
 
 
+@needs_decompiler
 def test_side_by_side_puts_the_original_next_to_the_generated_code():
     code = _generated_code_of(foo1, torch.ones(2), -torch.ones(2))
     text = _readable_code.source_and_original(code, foo1.__code__)

@@ -19,6 +19,7 @@ import torch
 
 import bytegraph
 from bytegraph import _structured_trace
+from conftest import needs_decompiler  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -100,6 +101,7 @@ def test_the_report_has_one_entry_per_frame_and_recompile(report):
     assert len(re.findall(r"class='status-ok'", index)) >= 5
 
 
+@needs_decompiler
 def test_graphs_guards_and_generated_code_are_in_each_frame(report):
     _, out = report
     net = _compile_dir(out, 0, 0)

@@ -88,6 +88,7 @@ def _told_with_this_interpreters_instructions(records):
     return adapted
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the expected TRACE lines follow 3.11/3.12 bytecode (3.13 fuses LOAD_FAST pairs and pushes the call's NULL after the callable)")
 def test_seed_records_adapted_to_3_11(seed_trace):
     """The hand-written records of the seed, one per instruction: stack after the step and note."""
     steps = seed_trace.frames[0].steps

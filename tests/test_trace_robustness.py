@@ -21,7 +21,8 @@ CASES = [
     (colorsys.hls_to_rgb, (0.2, 0.4, 0.6)),
     (colorsys.rgb_to_yiq, (0.1, 0.2, 0.3)),
     (posixpath.join, ("a", "b", "c")),
-    (posixpath.normpath, ("a/./b/../c",)),
+    # 3.13 implements normpath in C: only a Python function is a case.
+    *([(posixpath.normpath, ("a/./b/../c",))] if hasattr(posixpath.normpath, "__code__") else []),
     (textwrap.dedent, ("  a\n  b",)),
     (textwrap.indent, ("a\nb", "  ")),
     (string.capwords, ("hello world",)),

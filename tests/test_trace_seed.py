@@ -1,5 +1,6 @@
 """The two seed examples: a Linear+relu module and the function with a tensor branch."""
 
+import sys
 import pytest
 import torch
 import torch.nn as nn
@@ -79,6 +80,7 @@ def test_allow_graph_break_returns_the_result():
     assert result.output is None
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the expected TRACE lines follow 3.11/3.12 bytecode (3.13 fuses LOAD_FAST pairs and pushes the call's NULL after the callable)")
 def test_trace_log_shows_instructions_and_value_reprs():
     lines = []
     C.trace.trace(seed_function, (torch.randn(2, 3), torch.randn(2, 3)), {}, allow_graph_break=True,

@@ -3,6 +3,8 @@ the user's location, and the graph rolled back to the breaking instruction."""
 
 import os
 
+import sys
+
 import pytest
 import torch
 
@@ -179,8 +181,10 @@ def test_rollback_restores_containers_mutated_inside_the_instruction():
     state = error.partial.graph_break
     assert state["locals"]["out"] == "ListVariable([TensorVariable(x: f32[2])])"
     assert state["locals"]["steps"] == "ListIteratorVariable(length=3, index=1)"
-    assert state["stack"] == ["NullVariable", "UserFunctionVariable(_appends_then_breaks)",
-                              "ListVariable([TensorVariable(x: f32[2])])", "TensorVariable(x: f32[2])"]
+    callable_and_null = ["NullVariable", "UserFunctionVariable(_appends_then_breaks)"]
+    if sys.version_info >= (3, 13):  # 3.13's call protocol puts the NULL after the callable
+        callable_and_null.reverse()
+    assert state["stack"] == callable_and_null + ["ListVariable([TensorVariable(x: f32[2])])", "TensorVariable(x: f32[2])"]
 
 
 def _consumes_iterator_then_breaks(steps):
