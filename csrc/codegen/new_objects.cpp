@@ -1,6 +1,7 @@
 #include "codegen/new_objects.h"
 
 #include "python/errors.h"
+#include "python/type_dict.h"
 
 namespace bytegraph::codegen {
 
@@ -15,7 +16,7 @@ bool uses_graph_outputs(const std::vector<OutputPlan>& new_objects) {
 namespace {
 
 PyObject* object_setattr() {
-  return PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__setattr__");  // borrowed, lives forever
+  return py::own_type_attribute(&PyBaseObject_Type, "__setattr__");  // borrowed, lives forever
 }
 
 }  // namespace

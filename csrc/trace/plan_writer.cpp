@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "trace/symbolic.h"
+#include "python/type_dict.h"
 
 namespace bytegraph::trace {
 
@@ -152,7 +153,7 @@ void PlanWriter::global_effects(std::vector<codegen::SideEffectPlan>& effects) {
 
 void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects) {
   using Effect = codegen::SideEffectPlan;
-  static PyObject* setattr = PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__setattr__");  // borrowed, immortal
+  static PyObject* setattr = py::own_type_attribute(&PyBaseObject_Type, "__setattr__");  // borrowed, immortal
   for (const auto& [name, attr] : object.attrs) {
     Effect effect;
     effect.target = OutputPlan::of_source(object.source());
@@ -176,7 +177,7 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
 py::Ref<> base_set_item(PyObject* type) {
   PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;  // borrowed
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
-    PyObject* found = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict, "__setitem__");
+    PyObject* found = py::own_type_attribute(PyTuple_GET_ITEM(mro, i), "__setitem__");
     if (found && !PyFunction_Check(found)) return py::Ref<>::newref(found);
   }
   throw InternalError("a dict subclass without a builtin __setitem__");

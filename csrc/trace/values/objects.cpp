@@ -3,6 +3,7 @@
 // kept on the symbolic object and written back (or the object made) after the graph.
 #include <cstring>
 
+#include "python/type_dict.h"
 #include "trace/tracer.h"
 #include "trace/values/instance_dict.h"
 
@@ -19,7 +20,7 @@ PyObject* type_lookup(PyObject* type, const std::string& name) {
 }
 
 PyObject* object_slot(const char* name) {
-  return PyDict_GetItemString(PyBaseObject_Type.tp_dict, name);  // borrowed, lives forever
+  return py::own_type_attribute(&PyBaseObject_Type, name);  // borrowed, lives forever
 }
 
 bool is_data_descriptor(PyObject* descriptor) {

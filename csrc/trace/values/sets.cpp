@@ -1,6 +1,7 @@
 // Sets built in traced code: see values/sets.h.
 #include "trace/values/sets.h"
 
+#include "python/sets.h"
 #include "trace/operators.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/generators.h"
@@ -187,15 +188,12 @@ SetValue::SetValue(bool frozen) : frozen_(frozen), keys_(check(PySet_New(nullptr
 
 std::string SetValue::repr() const {
   std::string text = frozen_ ? "FrozensetVariable({" : "SetVariable({";
-  PyObject* key;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
   bool first = true;
-  while (_PySet_NextEntry(keys_.get(), &position, &key, &hash)) {
+  py::for_each_set_key(keys_.get(), [&](PyObject* key) {
     auto member = members_.find(key);
     text += (first ? "" : ", ") + (member != members_.end() ? member->second->repr() : py_repr(key));
     first = false;
-  }
+  });
   return text + "})";
 }
 
@@ -230,14 +228,11 @@ bool SetValue::discard(Tracer& tracer, const ValuePtr& item) {
   py::Ref<> key = set_key(tracer, item);
   // The stored key object (an equal constant may be another object).
   PyObject* stored = nullptr;
-  PyObject* candidate;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
-  while (_PySet_NextEntry(keys_.get(), &position, &candidate, &hash)) {
+  py::for_each_set_key(keys_.get(), [&](PyObject* candidate) {
     int equal = PyObject_RichCompareBool(candidate, key.get(), Py_EQ);
     check_status(equal);
     if (equal) stored = candidate;
-  }
+  });
   if (stored == nullptr) return false;
   members_.erase(stored);
   check_status(PySet_Discard(keys_.get(), key.get()));
@@ -263,10 +258,7 @@ py::Ref<> SetValue::keys(bool frozen) const {
 
 void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& sources) {
   std::unordered_map<PyObject*, ValuePtr> members;
-  PyObject* key;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
-  while (_PySet_NextEntry(keys, &position, &key, &hash)) {
+  py::for_each_set_key(keys, [&](PyObject* key) {
     for (const auto* source : sources) {
       auto found = source->members_.find(key);
       if (found != source->members_.end()) {
@@ -274,23 +266,20 @@ void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& source
         break;
       }
     }
-  }
+  });
   if (keys != keys_.get()) {
     check_status(PySet_Clear(keys_.get()));
-    check_status(_PySet_Update(keys_.get(), keys));
+    py::set_update(keys_.get(), keys);
   }
   members_ = std::move(members);
 }
 
 std::optional<Args> SetValue::unpack(Tracer&) {
   Args items;
-  PyObject* key;
-  Py_ssize_t position = 0;
-  Py_hash_t hash;
-  while (_PySet_NextEntry(keys_.get(), &position, &key, &hash)) {
+  py::for_each_set_key(keys_.get(), [&](PyObject* key) {
     auto member = members_.find(key);
     items.push_back(member != members_.end() ? member->second : ConstantValue::make(py::Ref<>::newref(key)));
-  }
+  });
   return items;
 }
 
@@ -314,7 +303,7 @@ std::function<void()> SetValue::saved_state() {
   auto members = members_;
   return [this, keys, members] {
     check_status(PySet_Clear(keys_.get()));
-    check_status(_PySet_Update(keys_.get(), keys->get()));
+    py::set_update(keys_.get(), keys->get());
     members_ = members;
   };
 }
