@@ -122,11 +122,13 @@ def identifier(text):
 # Generated code makes each resume function from its code constant and calls it; decompiled,
 # that is a nested `def __temp_N(...)` repeating the resume function's whole body. The
 # constants are swapped for stubs whose body names the function, and the nested definitions
-# become calls by name (each resume function is shown on its own).
-_STUB_MARK = "__bytegraph_resume__:"
+# become calls by name (each resume function is shown on its own). A stub returns a global
+# name, not a string constant: 3.12 returns constants with RETURN_CONST, which depyf prints
+# unquoted.
+_STUB_MARK = "__bytegraph_resume__"
 _NESTED_STUB = re.compile(
-    r"^(?P<indent>[ \t]*)def (?P<temp>\w+)\([^)]*\):\n[ \t]*return '" + re.escape(_STUB_MARK)
-    + r"(?P<name>\w+)'\n(?:[ \t]*\n)*", re.MULTILINE)
+    r"^(?P<indent>[ \t]*)def (?P<temp>\w+)\([^)]*\):\n[ \t]*return " + re.escape(_STUB_MARK)
+    + r"(?P<name>\w+)\n(?:[ \t]*\n)*", re.MULTILINE)
 
 
 def _with_resume_stubs(code):
@@ -138,7 +140,7 @@ def _with_resume_stubs(code):
         if hasattr(constant, "co_code") and _C.codegen.is_resume_code(constant):
             arguments = ", ".join(constant.co_varnames[:constant.co_argcount])
             name = identifier(constant.co_name)
-            source = f"def {name}({arguments}):\n    return {_STUB_MARK + name!r}\n"
+            source = f"def {name}({arguments}):\n    return {_STUB_MARK + name}\n"
             constants[i] = next(c for c in compile(source, "<stub>", "exec").co_consts if hasattr(c, "co_code"))
             changed = True
     return code.replace(co_consts=tuple(constants)) if changed else code
@@ -173,6 +175,26 @@ def line_at(code, offset):
         if start <= offset < end:
             return line
     return None
+
+
+def _probe(x):
+    if x:
+        return x + 1
+    return None
+
+
+_reads_this_interpreter = None
+
+
+def decompiler_reads_this_interpreter() -> bool:
+    """Whether generated code can be shown as source here: depyf is installed and reads this
+    interpreter's bytecode (depyf 0.20 stops at CPython 3.12; 3.13 gets the disassembly)."""
+    global _reads_this_interpreter
+    if _reads_this_interpreter is None:
+        if not _can_time_limit():
+            return False  # depyf only runs under a timer, which only the main thread can set
+        _reads_this_interpreter = _decompile_now(_probe.__code__) is not None
+    return _reads_this_interpreter
 
 
 def python_source(code):
@@ -213,7 +235,7 @@ def side_by_side(left_title, left, right_title, right, width=56):
         b = right_lines[i] if i < len(right_lines) else ""
         if len(a) > column:
             a = a[:column - 1] + "…"
-        rows.append(f"{a.ljust(column)} | {b}".rstrip())
+        rows.append(f"{a.ljust(column)} | {b.rstrip()}")  # the separator kept where `b` is blank
     return "\n".join(rows)
 
 
