@@ -122,9 +122,9 @@ def identifier(text):
 # Generated code makes each resume function from its code constant and calls it; decompiled,
 # that is a nested `def __temp_N(...)` repeating the resume function's whole body. The
 # constants are swapped for stubs whose body names the function, and the nested definitions
-# become calls by name (each resume function is shown on its own). A stub returns a global
-# name, not a string constant: 3.12 returns constants with RETURN_CONST, which depyf prints
-# unquoted.
+# become calls by name (each resume function is shown on its own).
+# A stub returns a global named after the resume function: a name decompiles the same way on
+# every version (a string constant does not: 3.12's RETURN_CONST loses its quotes in depyf).
 _STUB_MARK = "__bytegraph_resume__"
 _NESTED_STUB = re.compile(
     r"^(?P<indent>[ \t]*)def (?P<temp>\w+)\([^)]*\):\n[ \t]*return " + re.escape(_STUB_MARK)

@@ -48,17 +48,35 @@ bytecode::Instruction* emit_grad_mode_handler(CodeBuilder& builder, const BreakC
   return builder.instructions()[first].get();
 }
 
-// Every value is evaluated before anything is written: side effects, cells and locals.
+std::string parked_name(std::size_t position) { return "___value" + std::to_string(position); }
+
+// Whether a stack value is pushed again after the writes rather than parked: NULL (a local
+// cannot hold one for LOAD_FAST) and constants (they read nothing a write could change).
+bool pushed_late(const OutputPlan& plan) {
+  return plan.kind == OutputPlan::Kind::Null || plan.kind == OutputPlan::Kind::Constant;
+}
+
+// Every value is evaluated before anything is written: side effects, cells and locals. The
+// stack's values are parked in temporaries meanwhile and pushed last, so the code reads as
+// statements (a decompiler cannot show a value left on the stack across stores).
 void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* code) {
   emit_new_objects(builder, call.new_objects, code);
   emit_side_effect_operands(builder, call.effects, code);
-  for (const OutputPlan& plan : call.stack) emit_plan(builder, plan, code);
+  for (std::size_t i = 0; i < call.stack.size(); ++i) {
+    if (pushed_late(call.stack[i])) continue;
+    emit_plan(builder, call.stack[i], code);
+    builder.store_fast(parked_name(i));
+  }
   for (const auto& [name, plan] : call.locals) emit_plan(builder, plan, code);
   for (const auto& [name, plan] : call.cells) emit_plan(builder, plan, code);
   emit_side_effect_writes(builder, call.effects);
   for (auto it = call.cells.rbegin(); it != call.cells.rend(); ++it)
     builder.emit(op::STORE_DEREF, -1, interned(it->first));
   for (auto it = call.locals.rbegin(); it != call.locals.rend(); ++it) builder.store_fast(it->first);
+  for (std::size_t i = 0; i < call.stack.size(); ++i) {
+    if (pushed_late(call.stack[i])) emit_plan(builder, call.stack[i], code);
+    else builder.load_fast(parked_name(i));
+  }
 }
 
 // resume(*locals, *stack) with a function made here, so it gets this frame's globals and,

@@ -1,7 +1,7 @@
 #include "codegen/new_objects.h"
+#include "python/type_dict.h"
 
 #include "python/errors.h"
-#include "python/type_dict.h"
 
 namespace bytegraph::codegen {
 

@@ -1,7 +1,7 @@
 #include "codegen/side_effects.h"
+#include "python/type_dict.h"
 
 #include "python/errors.h"
-#include "python/type_dict.h"
 
 namespace bytegraph::codegen {
 
@@ -18,7 +18,7 @@ bool has_value(const SideEffectPlan& effect) { return effect.kind != SideEffectP
 
 PyObject* builtin_attr(PyObject* type, const char* name) {
   // Borrowed from the type's dict, which lives as long as the interpreter.
-  PyObject* found = py::own_type_attribute(type, name);
+  PyObject* found = py::own_type_attribute(reinterpret_cast<PyTypeObject*>(type), name);
   if (found == nullptr) throw InternalError(std::string("no builtin ") + name);
   return found;
 }

@@ -1,34 +1,27 @@
-// A class's own attributes (its __dict__, no MRO), for every supported CPython.
-//
-// From 3.12 the builtin static types (object, dict, int...) keep their dict in the
-// interpreter state and leave tp_dict null; PyType_GetDict (new in 3.12) reaches it. Heap
-// types still fill tp_dict.
+// A type's own namespace (what its class body defined, not its bases'). Static builtin types
+// keep theirs in the interpreter state from 3.12 on (tp_dict is NULL there), so it is read
+// through PyType_GetDict where that exists.
 #pragma once
 
 #include <Python.h>
 
 #include "python/ref.h"
+#include "python/version.h"
 
 namespace bytegraph::py {
 
-// The attribute `name` defined by `type` itself, borrowed, or null when the type does not
-// define it. The dict is owned by the type, so the result lives as long as the type does and
-// the entry is not replaced (for builtin types: as long as the interpreter).
-inline PyObject* own_type_attribute(PyTypeObject* type, const char* name) {
+inline Ref<> type_dict(PyTypeObject* type) {
 #if PY_VERSION_HEX >= 0x030C0000
-  Ref<> dict = Ref<>::steal(PyType_GetDict(type));
-  if (!dict) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  return PyDict_GetItemString(dict.get(), name);
+  return Ref<>::steal(PyType_GetDict(type));
 #else
-  return type->tp_dict == nullptr ? nullptr : PyDict_GetItemString(type->tp_dict, name);
+  return Ref<>::newref(type->tp_dict);
 #endif
 }
 
-inline PyObject* own_type_attribute(PyObject* type, const char* name) {
-  return own_type_attribute(reinterpret_cast<PyTypeObject*>(type), name);
+// `name` in the type's own namespace (borrowed: the type keeps it alive), or null.
+inline PyObject* own_type_attribute(PyTypeObject* type, const char* name) {
+  Ref<> dict = type_dict(type);
+  return dict ? PyDict_GetItemString(dict.get(), name) : nullptr;
 }
 
 }  // namespace bytegraph::py

@@ -1,9 +1,9 @@
 #include "trace/plan_writer.h"
+#include "python/type_dict.h"
 
 #include <algorithm>
 
 #include "trace/symbolic.h"
-#include "python/type_dict.h"
 
 namespace bytegraph::trace {
 
@@ -177,7 +177,7 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
 py::Ref<> base_set_item(PyObject* type) {
   PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;  // borrowed
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
-    PyObject* found = py::own_type_attribute(PyTuple_GET_ITEM(mro, i), "__setitem__");
+    PyObject* found = py::own_type_attribute(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i)), "__setitem__");
     if (found && !PyFunction_Check(found)) return py::Ref<>::newref(found);
   }
   throw InternalError("a dict subclass without a builtin __setitem__");

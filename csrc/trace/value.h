@@ -470,6 +470,8 @@ class ObjectSlotValue : public Value {
   ObjectSlotValue(std::shared_ptr<ObjectValue> self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
   std::string repr() const override { return "ObjectSlotVariable(" + self_->repr() + ", " + name_ + ")"; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // Read again as `obj.name` where generated code needs it (on the stack at a break).
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {self_, name_}; }
 
  private:
   std::shared_ptr<ObjectValue> self_;

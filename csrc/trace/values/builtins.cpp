@@ -2,6 +2,7 @@
 // on constant arguments; a few (len, isinstance, enumerate, zip, ...) understand symbolic
 // containers and tensors.
 #include <cstring>
+#include "python/type_dict.h"
 #include <unordered_map>
 
 #include "trace/operators.h"
@@ -9,7 +10,6 @@
 #include "trace/values/strings.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
-#include "python/type_dict.h"
 
 namespace bytegraph::trace {
 
@@ -287,7 +287,7 @@ ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
   while (start < n && PyTuple_GET_ITEM(mro, start) != cls_.get()) ++start;
   for (Py_ssize_t i = start + 1; i < n; ++i) {
     PyObject* owner = PyTuple_GET_ITEM(mro, i);
-    PyObject* found = py::own_type_attribute(owner, name.c_str());  // borrowed
+    PyObject* found = py::own_type_attribute(reinterpret_cast<PyTypeObject*>(owner), name.c_str());  // borrowed
     if (found == nullptr) continue;
     if (PyFunction_Check(found))
       return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, nullptr), self_);

@@ -2,8 +2,8 @@
 // access as object.__getattribute__ / __setattr__ do it, Python overrides inlined, changes
 // kept on the symbolic object and written back (or the object made) after the graph.
 #include <cstring>
-
 #include "python/type_dict.h"
+
 #include "trace/tracer.h"
 #include "trace/values/instance_dict.h"
 
