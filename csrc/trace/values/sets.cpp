@@ -1,12 +1,30 @@
 // Sets built in traced code: see values/sets.h.
 #include "trace/values/sets.h"
 
-#include "python/sets.h"
 #include "trace/operators.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/generators.h"
 
 namespace bytegraph::trace {
+
+namespace {
+
+// A set's items in its iteration order (the private _PySet_NextEntry is gone from 3.13's
+// public headers). Each reference keeps its item alive while the caller looks at it.
+std::vector<py::Ref<>> set_items(PyObject* set) {
+  std::vector<py::Ref<>> items;
+  py::Ref<> iterator = check(PyObject_GetIter(set));
+  while (PyObject* item = PyIter_Next(iterator.get())) items.push_back(py::Ref<>::steal(item));
+  if (PyErr_Occurred()) throw_python_error();
+  return items;
+}
+
+void add_all(PyObject* target, PyObject* source) {
+  for (const py::Ref<>& item : set_items(source)) check_status(PySet_Add(target, item.get()));
+}
+
+}  // namespace
+
 
 namespace {
 
@@ -188,12 +206,14 @@ SetValue::SetValue(bool frozen) : frozen_(frozen), keys_(check(PySet_New(nullptr
 
 std::string SetValue::repr() const {
   std::string text = frozen_ ? "FrozensetVariable({" : "SetVariable({";
+  PyObject* key;
   bool first = true;
-  py::for_each_set_key(keys_.get(), [&](PyObject* key) {
+  for (const py::Ref<>& key_ref : set_items(keys_.get())) {
+    key = key_ref.get();
     auto member = members_.find(key);
     text += (first ? "" : ", ") + (member != members_.end() ? member->second->repr() : py_repr(key));
     first = false;
-  });
+  }
   return text + "})";
 }
 
@@ -228,11 +248,13 @@ bool SetValue::discard(Tracer& tracer, const ValuePtr& item) {
   py::Ref<> key = set_key(tracer, item);
   // The stored key object (an equal constant may be another object).
   PyObject* stored = nullptr;
-  py::for_each_set_key(keys_.get(), [&](PyObject* candidate) {
+  PyObject* candidate;
+  for (const py::Ref<>& candidate_ref : set_items(keys_.get())) {
+    candidate = candidate_ref.get();
     int equal = PyObject_RichCompareBool(candidate, key.get(), Py_EQ);
     check_status(equal);
     if (equal) stored = candidate;
-  });
+  }
   if (stored == nullptr) return false;
   members_.erase(stored);
   check_status(PySet_Discard(keys_.get(), key.get()));
@@ -258,7 +280,9 @@ py::Ref<> SetValue::keys(bool frozen) const {
 
 void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& sources) {
   std::unordered_map<PyObject*, ValuePtr> members;
-  py::for_each_set_key(keys, [&](PyObject* key) {
+  PyObject* key;
+  for (const py::Ref<>& key_ref : set_items(keys)) {
+    key = key_ref.get();
     for (const auto* source : sources) {
       auto found = source->members_.find(key);
       if (found != source->members_.end()) {
@@ -266,20 +290,22 @@ void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& source
         break;
       }
     }
-  });
+  }
   if (keys != keys_.get()) {
     check_status(PySet_Clear(keys_.get()));
-    py::set_update(keys_.get(), keys);
+    add_all(keys_.get(), keys);
   }
   members_ = std::move(members);
 }
 
 std::optional<Args> SetValue::unpack(Tracer&) {
   Args items;
-  py::for_each_set_key(keys_.get(), [&](PyObject* key) {
+  PyObject* key;
+  for (const py::Ref<>& key_ref : set_items(keys_.get())) {
+    key = key_ref.get();
     auto member = members_.find(key);
     items.push_back(member != members_.end() ? member->second : ConstantValue::make(py::Ref<>::newref(key)));
-  });
+  }
   return items;
 }
 
@@ -303,7 +329,7 @@ std::function<void()> SetValue::saved_state() {
   auto members = members_;
   return [this, keys, members] {
     check_status(PySet_Clear(keys_.get()));
-    py::set_update(keys_.get(), keys->get());
+    add_all(keys_.get(), keys->get());
     members_ = members;
   };
 }
