@@ -206,8 +206,16 @@ _OP_NAMESPACES = ("_VariableFunctions", "_nn", "_linalg", "_fft", "_special", "_
 _OP_PYTHON_MODULES = ("torch.nn.functional", "torch.functional")
 
 
-# Py_TPFLAGS_HEAPTYPE: classes made by a class statement (or type()), not by C code.
+# Py_TPFLAGS_HEAPTYPE and Py_TPFLAGS_IMMUTABLETYPE. A class statement (or type()) makes a heap
+# type whose attributes can be set; C extensions make heap types too (more of them with each
+# release: _io's and collections.deque from 3.12), and those are immutable.
 _HEAP_TYPE = 1 << 9
+_IMMUTABLE_TYPE = 1 << 8
+
+
+def _is_python_class(cls) -> bool:
+    """Made by a class statement or type(), not by C code."""
+    return cls.__flags__ & (_HEAP_TYPE | _IMMUTABLE_TYPE) == _HEAP_TYPE
 
 
 def _collect_graph_ops():
@@ -438,8 +446,8 @@ def classify(obj) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return "builtin"
-        return "user_class" if obj.__flags__ & _HEAP_TYPE else "class"
-    if type(obj).__flags__ & _HEAP_TYPE:
+        return "user_class" if _is_python_class(obj) else "class"
+    if _is_python_class(type(obj)):
         return "object"
     return "unknown"
 

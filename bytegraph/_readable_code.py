@@ -177,6 +177,26 @@ def line_at(code, offset):
     return None
 
 
+def _probe(x):
+    if x:
+        return x + 1
+    return None
+
+
+_reads_this_interpreter = None
+
+
+def decompiler_reads_this_interpreter() -> bool:
+    """Whether generated code can be shown as source here: depyf is installed and reads this
+    interpreter's bytecode (depyf 0.20 stops at CPython 3.12; 3.13 gets the disassembly)."""
+    global _reads_this_interpreter
+    if _reads_this_interpreter is None:
+        if not _can_time_limit():
+            return False  # depyf only runs under a timer, which only the main thread can set
+        _reads_this_interpreter = _decompile_now(_probe.__code__) is not None
+    return _reads_this_interpreter
+
+
 def python_source(code):
     """(text, is_source): `code` decompiled to Python, or its disassembly when that fails."""
     text = _decompile(code)
@@ -215,7 +235,7 @@ def side_by_side(left_title, left, right_title, right, width=56):
         b = right_lines[i] if i < len(right_lines) else ""
         if len(a) > column:
             a = a[:column - 1] + "…"
-        rows.append(f"{a.ljust(column)} | {b}".rstrip())
+        rows.append(f"{a.ljust(column)} | {b.rstrip()}")  # the separator kept where `b` is blank
     return "\n".join(rows)
 
 

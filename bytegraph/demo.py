@@ -153,9 +153,13 @@ def show_breaks(show_bytecode_too):
     for sa, sb in ((1, 1), (-1, 1), (1, -1), (-1, -1)):
         same &= torch.equal(compiled(sa * a, sb * a), examples.foo2(sa * a, sb * a))
     print("\n".join("  " + line for line in _break_tree(examples.foo2.__code__)))
-    print(f"\n  What runs instead of foo2 (decompiled), next to the original:\n")
-    entry = frame_hook().cache_entries(examples.foo2.__code__)[0]
-    print(_indent(_readable_code.source_and_original(entry["code"], examples.foo2.__code__), "    "))
+    if _readable_code.decompiler_reads_this_interpreter():
+        print(f"\n  What runs instead of foo2 (decompiled), next to the original:\n")
+        entry = frame_hook().cache_entries(examples.foo2.__code__)[0]
+        print(_indent(_readable_code.source_and_original(entry["code"], examples.foo2.__code__), "    "))
+    else:
+        print("\n  (what runs instead of foo2 is shown as source where depyf reads this Python's bytecode;"
+              "\n  here it is shown as bytecode: python -m bytegraph demo --bytecode)")
     print()
     _check(f"all four combinations equal eager ({counter.frame_count} graphs compiled)", same)
     if show_bytecode_too:

@@ -1,9 +1,27 @@
 """Shared helpers for the tracer tests: trace, run the graph, compare with eager."""
 
+import dis
+
 import torch
 
 from bytegraph import _bridge
 from bytegraph._C import trace as _trace
+
+
+def _probe():
+    return print()
+
+
+# Whether this interpreter pushes the call protocol's NULL after the callable (3.13+), as
+# its own disassembly of a call to a global says ("print + NULL", not "NULL + print").
+NULL_AFTER_CALLABLE = any(i.opname == "LOAD_GLOBAL" and i.argrepr.endswith("+ NULL")
+                          for i in dis.get_instructions(_probe))
+
+
+def call_prefix(callable_repr):
+    """The stack entries a call starts with, in this interpreter's order: the callable and
+    the NULL (the symbolic stack shows it as NullVariable)."""
+    return [callable_repr, "NullVariable"] if NULL_AFTER_CALLABLE else ["NullVariable", callable_repr]
 
 
 def trace(fn, *args, **kwargs):

@@ -21,30 +21,3 @@ def _compile_errors_raise():
         yield
     bytegraph.config.restore(saved)
 
-
-def _decompiles_branches():
-    """Whether the installed depyf turns bytecode with a jump into source on this interpreter
-    (depyf 0.20 reads jump targets from dis's argrepr, which 3.13 prints as labels `L1`)."""
-    try:
-        from depyf.decompiler import Decompiler
-    except ImportError:
-        return False
-
-    def branch(x):
-        if x:
-            return 1
-        return 2
-
-    try:
-        Decompiler(branch.__code__).decompile()
-    except Exception:  # noqa: BLE001 (any failure means: no decompiled source here)
-        return False
-    return True
-
-
-# Tests of the decompiled (Python source) form of generated code; elsewhere bytegraph shows
-# the disassembly instead, which other tests cover.
-needs_decompiler = pytest.mark.skipif(
-    not _decompiles_branches(),
-    reason="depyf cannot decompile code with jumps on this interpreter (3.13's dis labels), so "
-           "generated code is shown as disassembly")

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import bytegraph
+from bytegraph import _readable_code
 from bytegraph.eval_frame import frame_hook
 from bytegraph.examples import foo1, foo2
 from bytegraph.testing import CompileCounter
-from conftest import needs_decompiler  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +66,6 @@ def test_explain_foo2(sign_a, sign_b):
     assert len(out.compile_times) == 3 and all(seconds >= 0 for _, seconds in out.compile_times)
 
 
-@needs_decompiler
 def test_explain_str_is_a_readable_summary():
     text = str(bytegraph.explain(foo2)(torch.ones(4), -torch.ones(4)))
     assert "Graph Count: 3" in text
@@ -82,7 +81,11 @@ def test_explain_str_is_a_readable_summary():
     # The generated code, as source next to the original, with resume functions named after foo2.
     assert "Generated Code:" in text
     resumed = f"foo2 (resumed at line {_line(foo2, 'x = x * -1')})"
-    assert f"  {resumed}:" in text and f"return foo2_resumed_at_line_{_line(foo2, 'x = x * -1')}(a, x)" in text
+    assert f"  {resumed}:" in text
+    if _readable_code.decompiler_reads_this_interpreter():
+        assert f"return foo2_resumed_at_line_{_line(foo2, 'x = x * -1')}(a, x)" in text
+    else:  # depyf does not read this interpreter's bytecode: the disassembly, said so
+        assert "# (disassembly: this code could not be decompiled here)" in text
     assert "__resume_at_" not in text
 
 

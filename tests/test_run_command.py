@@ -38,6 +38,7 @@ def _compiled_frames(tmp_path):
 
 
 def test_the_tour_runs_unchanged_on_bytegraph(tmp_path):
+    pytest.importorskip("transformers", reason="the tour builds a small transformers GPT-2")
     done = _run([TOUR, "--steps", "3"], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()

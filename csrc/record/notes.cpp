@@ -1,5 +1,9 @@
 #include "record/notes.h"
 
+#include <utility>
+
+#include "bytecode/opcodes.h"
+
 namespace bytegraph::record {
 
 namespace {
@@ -42,10 +46,32 @@ std::string graph_note(const std::vector<std::string>& added, bool& has_call) {
   return calls;
 }
 
+// The two names of a paired instruction's argument ("a, b" or "('a', 'b')"), for its note.
+std::pair<std::string, std::string> paired_names(const std::string& argrepr) {
+  std::string names;
+  for (char c : argrepr)
+    if (c != '(' && c != ')' && c != '\'') names += c;
+  size_t comma = names.find(", ");
+  if (comma == std::string::npos) return {names, names};
+  return {names.substr(0, comma), names.substr(comma + 2)};
+}
+
+// The instructions that do two local accesses in one (3.13+), by family.
+std::string paired_note(const NoteFacts& f) {
+  using bytecode::Family;
+  if (f.opcode < 0) return "";
+  auto [first, second] = paired_names(f.argrepr);
+  if (bytecode::in_family(f.opcode, Family::kLoadFastLoadFast)) return "push locals " + first + " and " + second;
+  if (bytecode::in_family(f.opcode, Family::kStoreFastStoreFast)) return "store to locals " + first + " and " + second;
+  if (bytecode::in_family(f.opcode, Family::kStoreFastLoadFast)) return "store to local " + first + ", push local " + second;
+  return "";
+}
+
 // What the instruction itself does, when the graph did not change.
 std::string instruction_note(const NoteFacts& f) {
   const std::string& op = f.opname;
   const std::string& arg = f.argrepr;
+  if (std::string paired = paired_note(f); !paired.empty()) return paired;
   if (op == "RESUME") return "start of the frame";
   if (op == "LOAD_CONST") return "push constant " + arg;
   if (op == "LOAD_FAST" || op == "LOAD_FAST_CHECK") return "push local " + arg;

@@ -16,6 +16,7 @@ struct NoteFacts {
   std::vector<std::string> added;    // graph rows added by this step
   std::vector<std::string> guards;   // guards installed by this step, one line each
   std::string inlined;               // name of the function this step inlined, or ""
+  int opcode = -1;                   // this interpreter's opcode (-1: unknown)
 };
 
 std::string step_note(const NoteFacts& facts);

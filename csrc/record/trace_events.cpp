@@ -90,6 +90,7 @@ void TraceEvents::step(const trace::FrameState& frame, const bytecode::Instructi
   if (open_.empty()) return;
   StepEvent event = snapshot(frame, inst);
   NoteFacts facts;
+  facts.opcode = inst.opcode;
   facts.opname = event.opname;
   facts.argrepr = event.argrepr;
   if (!event.stack.empty()) facts.top = event.stack.back();

@@ -166,8 +166,10 @@ TEST(ResumeFunction, RebuildsNullsOnTheStack) {
   bc::DecodedCode decoded = bc::decode(code_of(f));
   const std::size_t load = find(decoded.instructions, bc::op::LOAD_FAST, "x");
   cg::ResumeSpec spec;
-  spec.offset = decoded.instructions[load]->offset;  // [NULL, len] on the stack, x still to load
-  spec.stack = {cg::StackSlot::Null, cg::StackSlot::Value};
+  // [NULL, len] on the stack ([len, NULL] from 3.13), x still to load.
+  spec.offset = decoded.instructions[load]->offset;
+  spec.stack = bc::kCallNullAfterCallable ? std::vector{cg::StackSlot::Value, cg::StackSlot::Null}
+                                          : std::vector{cg::StackSlot::Null, cg::StackSlot::Value};
   spec.contexts.resize(2);
   spec.locals = {"x"};
   spec.name = "__resume_at_null";
