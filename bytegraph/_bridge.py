@@ -3,8 +3,9 @@
 The tracer (csrc/trace) never imports torch itself. It calls the few functions here, through
 function objects it looks up once per process:
 
-- `Session(...)`: one fake-tensor mode per compile (static shapes for now).
-- `Session.fake_input(real)`: the fake twin of a real input tensor (memoised by the mode).
+- `Session(...)`: the fake-tensor state of one compile; static traces share their thread's
+  mode and fakes (`_fake_cache`).
+- `Session.fake_input(real)`: the fake twin of a real input tensor (memoised while it holds).
 - `Session.run_op(kind, target, args, kwargs)`: runs one recorded operation on fake values.
 - `build_graph_module(nodes, attrs)`: the one materialisation of a C++ graph into torch.fx.
 - `classify(obj)`: how the tracer should treat a Python object it reads.
@@ -26,10 +27,11 @@ import weakref
 
 import torch
 import torch.fx
+
+from bytegraph import _fake_cache
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
-    FakeTensorMode,
 )
 
 
@@ -104,7 +106,9 @@ class Session:
     turns out symbolic, so a static trace never pays for one."""
 
     def __init__(self, shapes=None):
-        self.mode = FakeTensorMode(allow_non_fake_inputs=False)
+        # Until an input turns symbolic the trace is static and shares its thread's fakes.
+        self._fakes = _fake_cache.shared()
+        self.mode = self._fakes.mode
         self._module_state = {}  # id(module) -> (module, fake params and buffers)
         self.policy = shapes
         self.shapes = None
@@ -114,7 +118,7 @@ class Session:
         self.log_dynamic = shapes is not None and _dynamic_log.isEnabledFor(logging.INFO)
 
     def fake_input(self, real: torch.Tensor):
-        return self.mode.from_tensor(real, static_shapes=True)
+        return self._fakes.fake(real)
 
     def wrap_input(self, real: torch.Tensor, source_name: str):
         """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
@@ -136,6 +140,7 @@ class Session:
         if self.shapes is None:
             from bytegraph._bridge_shapes import Shapes
 
+            self._fakes.retire()  # the mode gets a ShapeEnv: it is this trace's own from now
             self.shapes = Shapes(self.mode)
         return self.shapes
 

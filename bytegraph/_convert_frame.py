@@ -61,6 +61,7 @@ _INTERNAL_MODULES = (
     "_convert_frame",
     "_dynamic",
     "_extension",
+    "_fake_cache",
     "_frame",
     "_lazy_dynamo",
     "_logging",

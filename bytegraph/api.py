@@ -7,7 +7,7 @@ install it around the user's code (`eval_frame.CaptureContext`).
 
 import torch
 
-from bytegraph import _compile_metrics, _convert_frame, _stack_names, _structured_trace, backends, config
+from bytegraph import _compile_metrics, _convert_frame, _fake_cache, _stack_names, _structured_trace, backends, config
 from bytegraph.eval_frame import CaptureContext, disable, frame_hook
 from bytegraph.optimized_module import OptimizedModule
 
@@ -192,6 +192,7 @@ def reset():
     _convert_frame.reset()
     _stack_names.reset()
     _compile_metrics.reset()
+    _fake_cache.clear()
 
 
 def list_backends(exclude_tags=("debug", "experimental")):

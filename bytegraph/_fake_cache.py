@@ -1,0 +1,116 @@
+"""Fakes of real tensors kept from one static trace to the next.
+
+Faking a tensor (FakeTensorMode.from_tensor) costs far more than running an op on fakes, and
+the same parameters and buffers are faked again by every trace of a model: each recompile,
+each resume function after a graph break, each model sharing layers. Static traces on a
+thread therefore share one FakeTensorMode, and the fake of each real tensor is kept while that
+tensor lives.
+
+A fake is only reused while everything it copied from the real tensor still holds: type,
+dtype, device, layout, sizes, strides, storage offset and address, autograd state (so a
+`.data =` swap, an in-place resize or transpose, `requires_grad_` or a new `.grad` all give
+a new fake). Values are never part of a fake, so in-place updates of the data (optimizer
+steps) keep it. Tensors whose metadata this cannot check (subclasses, sparse or nested
+layouts) are faked in the shared mode once and then retire it, so torch's own memo in that
+mode can never serve a stale fake.
+
+A trace that turns symbolic gives the mode a ShapeEnv: the mode then belongs to that trace
+(`retire`), and the next static trace starts a new one.
+"""
+
+import threading
+import weakref
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def _signature(real):
+    """What a fake copies from `real`, or None when it cannot be read cheaply and surely."""
+    if type(real) not in _PLAIN_TYPES or real.layout is not torch.strided or real.is_nested:
+        return None
+    is_leaf = real.is_leaf
+    # A non-leaf's .grad is only ever set when it retains it (reading it otherwise warns).
+    grad = real.grad if is_leaf or real.retains_grad else None
+    return (
+        type(real), real.dtype, real.device, real.shape, real.stride(), real.storage_offset(),
+        real.untyped_storage().data_ptr(), real.requires_grad, is_leaf, real._base is not None,
+        None if grad is None else (grad.dtype, grad.shape, grad.stride()),
+        real.is_conj(), real.is_neg(), real.is_inference(),
+    )
+
+
+class SharedFakes:
+    """One thread's shared mode and the fakes made in it, keyed by the real tensor's id."""
+
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self._entries = {}  # id(real) -> (weakref to real, signature, fake)
+        self.retired = False
+
+    def fake(self, real):
+        key = id(real)
+        entry = self._entries.get(key)
+        signature = _signature(real)
+        if entry is not None and entry[0]() is real:
+            if signature is not None and entry[1] == signature:
+                return entry[2]
+            # The tensor changed under its fake. The trace in progress keeps this mode (its
+            # other fakes live in it) but must not get torch's memoised stale fake; later
+            # traces get a new mode.
+            del self._entries[key]
+            self.retire()
+            self._forget_in_mode(real)
+            return self._fresh(real)
+        fake = self._fresh(real)
+        if signature is None:
+            self.retire()
+        elif not self.retired:
+            self._entries[key] = (weakref.ref(real, self._forget(key)), signature, fake)
+        return fake
+
+    def _fresh(self, real):
+        return self.mode.from_tensor(real, static_shapes=True)
+
+    def _forget_in_mode(self, real):
+        describer = self.mode.fake_tensor_converter.meta_converter.describer
+        describer.lookup_tensor.pop(real, None)
+
+    def _forget(self, key):
+        owner = weakref.ref(self)  # the callback must not keep this cache alive
+
+        def forget(ref):
+            fakes = owner()
+            if fakes is not None and key in fakes._entries and fakes._entries[key][0] is ref:
+                del fakes._entries[key]
+
+        return forget
+
+    def retire(self):
+        """This mode stops being shared: later traces on this thread get a new one."""
+        self.retired = True
+        if getattr(_local, "fakes", None) is self:
+            _local.fakes = None
+
+    def __len__(self):
+        return len(self._entries)
+
+
+_local = threading.local()
+
+
+def shared():
+    """This thread's SharedFakes for a static trace."""
+    fakes = getattr(_local, "fakes", None)
+    if fakes is None:
+        fakes = _local.fakes = SharedFakes()
+    return fakes
+
+
+def clear():
+    """Drops this thread's shared mode and its fakes (bytegraph.reset())."""
+    fakes = getattr(_local, "fakes", None)
+    if fakes is not None:
+        fakes.retire()
