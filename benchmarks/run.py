@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks import dynamic_shapes, models, report, timing, zoo
+from benchmarks import dynamic_shapes, first_call, models, report, timing, zoo
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -105,6 +105,8 @@ def parse_args(argv):
                         help="models whose tracing path is profiled with cProfile (default: MLP CNN; "
                         "none with --smoke)")
     parser.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-shape sweeps")
+    parser.add_argument("--no-first-calls", action="store_true",
+                        help="skip the fresh-process first calls (benchmarks.first_call)")
     parser.add_argument("--dynamic-models", nargs="*", default=dynamic_shapes.MODELS,
                         help="models of the dynamic-shape sweeps")
     parser.add_argument("--dynamic-backends", nargs="*", default=["eager", "inductor"],
@@ -126,6 +128,7 @@ def parse_args(argv):
         args.no_inductor = True
         args.no_dynamic = True
         args.no_zoo = True
+        args.no_first_calls = True
         if args.profile_models is None:
             args.profile_models = []
     if args.profile_models is None:
@@ -177,6 +180,9 @@ def main(argv=None):
                                      env_extra={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
                 row["system"] = system
                 results["inductor"].append(row)
+    if not args.no_first_calls:
+        results["first_call"] = first_call.run_all(timeout=args.timeout, repo_root=REPO_ROOT,
+                                                   inductor=not args.no_inductor)
     if not args.no_dynamic:
         run_dynamic(args, results)
     if not args.no_zoo and not args.no_transformers and models.have_transformers():

@@ -33,28 +33,11 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.printers import PythonPrinter
 from torch.utils._sympy.value_ranges import ValueRanges
 
+from bytegraph._shape_spec import ConstraintViolation, DimSpec, SourceName  # noqa: F401  (re-exported)
+
 log = logging.getLogger("bytegraph.dynamic")
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
-
-
-class ConstraintViolation(Exception):
-    """A dimension marked dynamic with mark_dynamic was specialised by the code."""
-
-
-@dataclasses.dataclass(frozen=True)
-class SourceName(torch._guards.Source):
-    """A bytegraph source (`L['x']`) as torch's ShapeEnv wants it: a Source with a name."""
-
-    text: str
-
-    @property
-    def _name_template(self):
-        return self.text
-
-    @functools.cached_property
-    def guard_source(self):
-        return torch._guards.GuardSource.LOCAL
 
 
 class _ShapeEnv(ShapeEnv):
@@ -65,19 +48,6 @@ class _ShapeEnv(ShapeEnv):
         index = len(self.unique_ids)
         self.unique_ids.add(index)
         return index
-
-
-@dataclasses.dataclass
-class DimSpec:
-    """How one dimension of an input is made: kind is "static", "dynamic" or "duck" (dynamic,
-    sharing a symbol with any other duck dimension of the same size); `strict` for
-    mark_dynamic (specialising it is an error); min/max bound it; `why` is for the log."""
-
-    kind: str
-    why: str = ""
-    strict: bool = False
-    min: int | None = None
-    max: int | None = None
 
 
 @dataclasses.dataclass

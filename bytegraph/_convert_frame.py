@@ -21,7 +21,7 @@ import torch
 
 from bytegraph import (_compile_metrics, _dynamic, _logging, _readable_code, _stack_names, _structured_trace,
                        backends, config, stance)
-from bytegraph._bridge_shapes import ConstraintViolation
+from bytegraph._shape_spec import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
 from bytegraph.exc import BytegraphError, ConstraintViolationError, GraphBreakError, InternalError
@@ -58,6 +58,7 @@ _INTERNAL_MODULES = (
     "__init__",
     "_compile_metrics",
     "_bridge_shapes",
+    "_shape_spec",
     "_convert_frame",
     "_dynamic",
     "_extension",

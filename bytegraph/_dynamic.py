@@ -21,7 +21,7 @@ import weakref
 import torch
 
 from bytegraph import config
-from bytegraph._bridge_shapes import DimSpec
+from bytegraph._shape_spec import DimSpec
 
 log = logging.getLogger("bytegraph.dynamic")
 

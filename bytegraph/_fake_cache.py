@@ -72,7 +72,9 @@ class SharedFakes:
         return fake
 
     def _fresh(self, real):
-        return self.mode.from_tensor(real, static_shapes=True)
+        # Untraced: torch's structured log of each fake (its describe_* records) is Dynamo's;
+        # bytegraph's trace records its own compiles.
+        return self.mode.from_tensor(real, static_shapes=True, trace=False)
 
     def _forget_in_mode(self, real):
         describer = self.mode.fake_tensor_converter.meta_converter.describer
