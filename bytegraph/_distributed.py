@@ -18,6 +18,9 @@ rest of bytegraph keeps it unloaded (see _lazy_dynamo).
 import logging
 import sys
 
+import torch
+import torch.fx
+
 from bytegraph import backends, config
 
 ddp_log = logging.getLogger("bytegraph.ddp")
@@ -74,16 +77,89 @@ class DDPSplitter:
     def __call__(self, gm, example_inputs):
         from torch._dynamo.backends.distributed import DDPOptimizer
 
-        _add_dynamo_metadata(gm)
+        bound = _bind_size_symbols(gm, example_inputs)
+        if bound is None:
+            ddp_log.info("DDP SPLIT %s: not split (a size symbol of this dynamic graph is not an input size)",
+                         self.graph_name)
+            self.pieces = 1
+            return self.inner_backend(gm, example_inputs)
+        split_input, split_example_inputs, size_sources = bound
+        _add_dynamo_metadata(split_input)
         optimizer = DDPOptimizer(bucket_bytes_cap=self.bucket_bytes_cap, backend_compile_fn=self.inner_backend,
                                  first_bucket_cap=self.first_bucket_cap)
-        compiled = optimizer.compile_fn(gm, example_inputs)
+        compiled = optimizer.compile_fn(split_input, split_example_inputs)
         self.pieces = len(optimizer.buckets)
         _log_split(self.graph_name, optimizer.buckets, self.bucket_bytes_cap, compiled if self.pieces > 1 else None)
-        return compiled
+        return _passing_sizes(compiled, size_sources) if size_sources else compiled
 
     def __repr__(self):
         return f"DDPSplitter({self.compiler_name!r}, bucket_bytes_cap={self.bucket_bytes_cap})"
+
+
+def _bind_size_symbols(gm, example_inputs):
+    """(graph, example inputs, size sources) for DDPOptimizer, or None if it cannot split gm.
+
+    Where a piece of the split takes a tensor whose sizes are symbolic, the splitter makes
+    each symbol an input of that piece, read from the placeholder that binds it: Dynamo's
+    graphs have one (`s0: Sym(s0)`), a dynamic bytegraph graph reads a size from its tensor
+    only where it uses it. For each symbol without one, a copy of the graph takes it as an
+    extra trailing input, with the symbol (a SymInt) as its example; size_sources lists where
+    each is read at run time: (input index, dimension). A static graph is returned as is."""
+    import sympy
+
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    bound = set()
+    for node in placeholders:
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
+            bound.add(value.node.expr)
+    needed = set()
+    for node in gm.graph.nodes:
+        needed |= _free_symbols(node.meta.get("example_value"))
+    missing = needed - bound
+    if not missing:
+        return gm, list(example_inputs), []
+    readable = {}  # symbol -> (input index, dimension, SymInt)
+    for index, node in enumerate(placeholders):
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor):
+            for dim, size in enumerate(value.shape):
+                if isinstance(size, torch.SymInt) and size.node.expr in missing:
+                    readable.setdefault(size.node.expr, (index, dim, size))
+    if missing - readable.keys() or not placeholders:
+        return None
+    graph = torch.fx.Graph()
+    copies = {}
+    result = graph.graph_copy(gm.graph, copies)
+    last = copies[placeholders[-1]]
+    sources, extra_inputs = [], []
+    for symbol in sorted(missing, key=str):
+        index, dim, size = readable[symbol]
+        with graph.inserting_after(last):
+            last = graph.placeholder(str(symbol))
+        last.meta["example_value"] = size
+        sources.append((index, dim))
+        extra_inputs.append(size)
+    graph.output(result)
+    split_input = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    return split_input, list(example_inputs) + extra_inputs, sources
+
+
+def _free_symbols(value):
+    if isinstance(value, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
+        from torch.fx.experimental.symbolic_shapes import free_symbols
+
+        return set(free_symbols(value))
+    return set()
+
+
+def _passing_sizes(compiled, size_sources):
+    """Calls the split graph with the sizes it takes as extra inputs, read from its tensors."""
+
+    def compiled_with_sizes(*args):
+        return compiled(*args, *(args[index].size(dim) for index, dim in size_sources))
+
+    return compiled_with_sizes
 
 
 def _add_dynamo_metadata(gm):

@@ -63,18 +63,19 @@ class Tower(torch.nn.Module):
         return self.head(x)
 
 
-def _batch(step, width):
+def _batch(step, width, sizes=None):
     generator = torch.Generator().manual_seed(1000 * dist.get_rank() + step)
-    return torch.randn(BATCH, width, generator=generator)
+    return torch.randn(sizes[step] if sizes else BATCH, width, generator=generator)
 
 
-def train(model, width, steps=STEPS, on_step=None):
-    """Losses of `steps` SGD steps; on_step(step) may return a context for that step."""
+def train(model, width, steps=STEPS, on_step=None, sizes=None):
+    """Losses of `steps` SGD steps; on_step(step) may return a context for that step; sizes:
+    the batch size of each step (default: BATCH)."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     losses = []
     for step in range(steps):
         with on_step(step) if on_step else _no_context():
-            loss = model(_batch(step, width)).pow(2).mean()
+            loss = model(_batch(step, width, sizes)).pow(2).mean()
             optimizer.zero_grad()
             loss.backward()
         optimizer.step()
@@ -201,6 +202,28 @@ def ddp_unsplit():
     return result
 
 
+def ddp_dynamic_batch():
+    """A batch size that changes: the recompiled graph has a symbolic batch size and is split
+    too (its pieces take the size as an input), then serves every later size."""
+    sizes = [8, 8, 6, 5, 7]
+    bytegraph.reset()
+    reference = _ddp(_mlp())
+    eager_losses = train(reference, WIDTH, steps=len(sizes), sizes=sizes)
+    counter = CompileCounterWithBackend("aot_eager")
+    model = _ddp(bytegraph.compile(_mlp(), backend=counter))
+    pieces = []  # compiled so far, before each step and after the last
+
+    def count_pieces(step):
+        pieces.append(counter.frame_count)
+        return _no_context()
+
+    losses = train(model, WIDTH, steps=len(sizes), sizes=sizes, on_step=count_pieces)
+    pieces.append(counter.frame_count)
+    return {"eager_losses": eager_losses, "losses": losses,
+            "param_difference": _max_difference(list(reference.parameters()), list(model.parameters())),
+            "pieces_after_each_step": pieces[1:]}
+
+
 def _recording_allreduce(events):
     """DDP's own all-reduce, noting when each bucket is launched."""
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
@@ -281,8 +304,8 @@ def fsdp_per_block():
             "blocks_not_root": [state._is_root for state in states]}
 
 
-SCENARIOS = {fn.__name__: fn for fn in (ddp_of_compiled, compiled_ddp_aot_eager, ddp_unsplit, fsdp_compiled_whole,
-                                        fsdp_per_block)}
+SCENARIOS = {fn.__name__: fn for fn in (ddp_of_compiled, compiled_ddp_aot_eager, ddp_unsplit, ddp_dynamic_batch,
+                                        fsdp_compiled_whole, fsdp_per_block)}
 
 
 def run_rank(rank, world_size, port, out_dir, names):

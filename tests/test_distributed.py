@@ -121,6 +121,15 @@ def test_ddp_with_optimize_ddp_off_compiles_one_graph(results):
         assert events.index("allreduce") > len(events) - 1 - events[::-1].index("unpack"), events
 
 
+@needs_gloo
+def test_ddp_with_a_changing_batch_size_splits_the_dynamic_graph(results):
+    for result in _ranks(results, "ddp_dynamic_batch"):
+        _trains_like_eager(result)
+        # Batch sizes 8, 8, 6, 5, 7: 3 static pieces; at 6 the graph is recompiled with a
+        # symbolic batch size and split again in 3; 5 and 7 reuse it.
+        assert result["pieces_after_each_step"] == [3, 3, 6, 6, 6]
+
+
 # --- FSDP2 ----------------------------------------------------------------------------------
 
 
