@@ -31,6 +31,7 @@ class FrameCompile:
     phases: dict = dataclasses.field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     outcome: str = "running"  # captured | split | eager | failed
     graphs: list = dataclasses.field(default_factory=list)  # graph names
+    ddp_splits: list = dataclasses.field(default_factory=list)  # per graph: pieces compiled (DDP buckets)
     op_count: int = 0
     guard_count: int = 0
     recompile_reasons: list = dataclasses.field(default_factory=list)
@@ -46,8 +47,9 @@ class FrameCompile:
     guards: list = dataclasses.field(default_factory=list)
     steps: object = None  # the viewer's Trace of this frame, when recorded
 
-    def add_graph(self, name, gm):
+    def add_graph(self, name, gm, pieces=1):
         self.graphs.append(name)
+        self.ddp_splits.append(pieces)
         self.graph_modules.append((name, gm))
         self.op_count += sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
 

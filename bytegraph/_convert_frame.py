@@ -19,8 +19,8 @@ import sysconfig
 
 import torch
 
-from bytegraph import (_compile_metrics, _dynamic, _logging, _readable_code, _stack_names, _structured_trace,
-                       backends, config, stance)
+from bytegraph import (_compile_metrics, _distributed, _dynamic, _logging, _readable_code, _stack_names,
+                       _structured_trace, backends, config, stance)
 from bytegraph._shape_spec import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
@@ -59,6 +59,7 @@ _INTERNAL_MODULES = (
     "_compile_metrics",
     "_bridge_shapes",
     "_shape_spec",
+    "_distributed",
     "_convert_frame",
     "_dynamic",
     "_extension",
@@ -194,11 +195,12 @@ class FrameConverter:
         if result.op_count > 0:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
+            backend = _distributed.backend_for_graph(self._compiler(), graph_name)
             with record.phase("backend"):
-                compiled = backends.call_backend(self._compiler(), gm, list(result.example_inputs), graph_name,
+                compiled = backends.call_backend(backend, gm, list(result.example_inputs), graph_name,
                                                  fake_mode=result.fake_mode)
             _readable_code.name_constant(compiled, graph_name)
-            record.add_graph(graph_name, gm)
+            record.add_graph(graph_name, gm, pieces=_distributed.piece_count(backend))
         with record.phase("guards"):
             _add_shape_guards(result, code)
         with record.phase("codegen"):

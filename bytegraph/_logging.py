@@ -48,6 +48,9 @@ ARTIFACTS = {
                 "and each specialisation, with the user's source line"),
     "output_code": ("bytegraph.output_code", logging.INFO,
                     "the code a backend generated, where it has some (inductor's output code)"),
+    "ddp": ("bytegraph.ddp", logging.INFO,
+            "DDP SPLIT: how each graph compiled under DistributedDataParallel was split at gradient-bucket "
+            "boundaries (each piece's parameters and size); at DEBUG (+ddp) also the split graph"),
 }
 
 # TORCH_LOGS names with the same meaning here.
@@ -119,7 +122,7 @@ def set_logs(**settings):
     """Turn log artifacts on or off (every one not named is turned off).
 
     Each keyword is an artifact name (see ARTIFACTS: trace, bytecode, graph, graph_code,
-    guards, recompiles, recompiles_verbose, graph_breaks, output_code), `bytegraph` (the
+    guards, recompiles, recompiles_verbose, graph_breaks, dynamic, output_code, ddp), `bytegraph` (the
     package logger; `dynamo` is accepted for it, as torch._logging.set_logs names it) or
     `all`, with True (on at the artifact's level), False/None (off) or a logging level such
     as logging.DEBUG. A readable handler is installed on the `bytegraph` logger while

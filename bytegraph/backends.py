@@ -318,21 +318,56 @@ def resolve_backend(backend, *, mode=None, options=None, dynamic=None):
 # --- calling a backend ----------------------------------------------------------------------
 
 
-def _tracing_context(fake_mode):
-    """Torch backends look up the fake mode through the ambient TracingContext."""
+def is_torch_compiler(compiler_fn):
+    """Whether `compiler_fn` is, or hands graphs to, one of torch.compile's compilers
+    (AOTAutograd, inductor, anything in torch's registry). A wrapper says what it wraps
+    through an `inner_backend` attribute."""
+    while compiler_fn is not None:
+        if isinstance(compiler_fn, functools.partial):
+            compiler_fn = compiler_fn.func
+        elif isinstance(compiler_fn, (TorchBackend, InductorBackend)) or compiler_fn is aot_eager:
+            return True
+        else:
+            compiler_fn = getattr(compiler_fn, "inner_backend", None)
+    return False
+
+
+@contextlib.contextmanager
+def _tracing_context(fake_mode, compiler_fn, example_inputs):
+    """Torch backends look up the fake mode through the ambient TracingContext, as under
+    torch.compile. A dynamic trace hands them its own mode, whose symbols its graph's sizes
+    are. A static trace has none, and torch compilers then get a fresh mode with an empty
+    ShapeEnv: without a ShapeEnv inductor bypasses its FX graph cache and AOTAutograd its
+    autograd cache, and DDPOptimizer cannot keep each piece's metadata. The graph's inputs
+    (real tensors) are fakified in it with static sizes up front and kept alive through the
+    compile (the mode remembers a tensor's fake only while the fake lives): the compilers'
+    own fakification of the same tensors then finds them, and a static graph stays static.
+    Other backends get no context: making the first ShapeEnv of a process imports
+    torch._dynamo, which a compile with `eager` never needs."""
     from torch._guards import TracingContext, tracing
 
-    if fake_mode is None or TracingContext.try_get() is not None:
-        return contextlib.nullcontext()
-    return tracing(TracingContext(fake_mode))
+    if TracingContext.try_get() is not None or (fake_mode is None and not is_torch_compiler(compiler_fn)):
+        yield
+        return
+    static_fakes = []
+    if fake_mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+        static_fakes = [fake_mode.from_tensor(value, static_shapes=True)
+                        for value in example_inputs if isinstance(value, torch.Tensor)]
+    with tracing(TracingContext(fake_mode)):
+        yield
+    del static_fakes
 
 
 def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None):
     """Compile `gm` with `backend` (name or callable); returns the compiled callable.
 
     graph_name names the graph in errors (default: the graph module's class name).
-    fake_mode: the FakeTensorMode the graph's `meta["example_value"]`s live in, if any; it is
-    made the ambient TracingContext's fake mode so torch backends reuse its symbols.
+    fake_mode: the FakeTensorMode the graph's `meta["example_value"]`s live in, if any; see
+    _tracing_context for the one torch backends see.
     Raises BackendCompilerFailed if the backend raises or returns something not callable.
     """
     compiler_fn = lookup_backend(backend)
@@ -347,8 +382,9 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
         )
     expected_outputs = _output_count(gm)  # before the backend, which may rewrite the graph
     try:
-        with _tracing_context(fake_mode), _logging.output_code_capture(graph_name, name):
-            compiled = compiler_fn(gm, list(example_inputs))
+        example_inputs = list(example_inputs)
+        with _tracing_context(fake_mode, compiler_fn, example_inputs), _logging.output_code_capture(graph_name, name):
+            compiled = compiler_fn(gm, example_inputs)
     except Exception as error:
         raise BackendCompilerFailed(name, graph_name, error) from error
     if not callable(compiled):

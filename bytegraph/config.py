@@ -27,6 +27,9 @@ _SETTINGS = {
     "automatic_dynamic_shapes": (True, "recompile with dynamic sizes once a size changes"),
     "verify_correctness": (False, "run each compiled call's original eagerly on copies of its arguments "
                                   "and raise CorrectnessError when results, exceptions or mutations differ"),
+    "optimize_ddp": (True, "under DistributedDataParallel, split each graph at the gradient buckets' "
+                           "boundaries (torch's DDPOptimizer) so each bucket's all-reduce overlaps the "
+                           "rest of the backward"),
 }
 
 _TRUE = ("1", "true", "yes", "on")

@@ -63,6 +63,9 @@ class ExplainOutput:
     compile_times: list  # (function qualname, seconds), in compile order: the whole compile
     compile_phases: list = field(default_factory=list)  # (qualname, {phase: seconds}), same order
     generated_code: list = field(default_factory=list)  # (qualname, original | generated, as text)
+    # Per graph: the pieces it was compiled in. Under DistributedDataParallel each graph is
+    # split at gradient-bucket boundaries (config.optimize_ddp); 1 for a graph compiled whole.
+    ddp_splits: list = field(default_factory=list)
 
     @property
     def out_guards(self):
@@ -85,6 +88,9 @@ class ExplainOutput:
                     lines.append(f'      File "{frame.filename}", line {frame.lineno}, in {frame.name}')
                     if frame.line:
                         lines.append(f"        {frame.line}")
+        if any(pieces > 1 for pieces in self.ddp_splits):
+            lines.append("DDP Splits per Graph (pieces compiled, at gradient-bucket boundaries):")
+            lines.extend(f"  Graph {i}: {pieces}" for i, pieces in enumerate(self.ddp_splits, 1))
         lines.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph, 1):
             lines.append(f"  Ops per Graph {i}:")
@@ -159,6 +165,7 @@ def _op_names(gm):
 class _Recorder:
     def __init__(self):
         self.graphs = []
+        self.ddp_splits = []
         self.breaks = []
         self.guards = []
         self.compile_times = []
@@ -166,8 +173,10 @@ class _Recorder:
         self.generated = []
         self.broken_codes = set()
 
-    def explain_backend(self, gm, example_inputs):
-        self.graphs.append(gm)
+    @staticmethod
+    def explain_backend(gm, example_inputs):
+        # The graphs are recorded whole, as the compiler saw them (see _ExplainConverter):
+        # under DDP this backend is handed each bucket's piece.
         return gm.forward
 
     def add_break(self, code, kind, message, user_stack):
@@ -191,6 +200,12 @@ class _ExplainConverter(FrameConverter):
     def __init__(self, recorder):
         super().__init__(recorder.explain_backend, guard_export_fn=recorder.guards.extend)
         self.recorder = recorder
+
+    def _convert(self, frame_info, record):
+        result = super()._convert(frame_info, record)
+        self.recorder.graphs.extend(gm for _, gm in record.graph_modules)
+        self.recorder.ddp_splits.extend(record.ddp_splits)
+        return result
 
     def convert(self, frame_info):
         code = frame_info.f_code
@@ -242,6 +257,7 @@ def explain(fn):
             compile_times=recorder.compile_times,
             compile_phases=recorder.compile_phases,
             generated_code=recorder.generated,
+            ddp_splits=recorder.ddp_splits,
         )
 
     return run

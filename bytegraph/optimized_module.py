@@ -8,7 +8,11 @@ It behaves as the original module does, except that calling it runs the compiled
   another module;
 - attribute reads the wrapper cannot answer, and every attribute write or delete, go to the
   original module (`compiled.lr = 0.1` sets `original.lr`); `training` is the original's;
-- `train()`, `eval()`, `apply()` act on the original and return the wrapper.
+- `train()`, `eval()`, `apply()` act on the original and return the wrapper;
+- its class is its own: assigning `__class__` changes the wrapper's (fully_shard gives the
+  module it shards a subclass with FSDP's methods), and `named_modules()`/`modules()` list
+  the wrapper where the original sits (the two share their submodules), so that APIs keeping
+  per-module state (fully_shard, DDP) find the module they were applied to.
 """
 
 import torch
@@ -75,7 +79,7 @@ class OptimizedModule(torch.nn.Module):
     def __setattr__(self, name, value):
         if name in _OWN_ATTRIBUTES:
             raise AttributeError(f"OptimizedModule.{name} cannot be reassigned")
-        if name == "training":
+        if name in ("training", "__class__"):
             object.__setattr__(self, name, value)
             return
         setattr(self._orig_mod, name, value)
@@ -125,9 +129,6 @@ class OptimizedModule(torch.nn.Module):
 
     def _load_from_state_dict(self, *args, **kwargs):
         self._orig_mod._load_from_state_dict(*args, **kwargs)
-
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
-        return self._orig_mod.named_modules(memo, prefix, remove_duplicate)
 
     def extra_repr(self):
         return self._orig_mod.extra_repr()

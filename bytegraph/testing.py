@@ -51,6 +51,10 @@ class CompileCounterWithBackend(CompileCounter):
         self.graphs.append(gm)
         return self._compiler_fn(gm, example_inputs)
 
+    @property
+    def inner_backend(self):
+        return self._compiler_fn
+
     def clear(self):
         super().clear()
         self.graphs.clear()

@@ -349,6 +349,22 @@ def test_optimized_module_pickles_and_deep_copies():
     assert len(_compiled_graphs(MLP.forward)) == 2  # the module's identity is guarded
 
 
+def test_optimized_module_class_and_module_walk_are_the_wrappers():
+    # What fully_shard does to the module it shards: a subclass with its own methods, hooks,
+    # and per-module state found again by walking the model's modules.
+    module = MLP().eval()
+    compiled = bytegraph.compile(module, backend="eager")
+    marked = type("MarkedOptimizedModule", (type(compiled),), {"mark": lambda self: "marked"})
+    compiled.__class__ = marked
+    assert type(compiled) is marked and type(module) is MLP and compiled.mark() == "marked"
+    parent = torch.nn.Sequential(compiled)
+    assert [name for name, _ in parent.named_modules()] == ["", "0", "0.fc1", "0.drop", "0.fc2"]
+    assert parent[0] is compiled and list(parent.modules())[1] is compiled
+    assert list(compiled.modules())[1:] == list(module.modules())[1:]
+    x = torch.randn(2, 4)
+    assert same(compiled(x), module(x)) and len(_compiled_graphs(MLP.forward)) == 1
+
+
 def test_compiling_an_optimized_module_wraps_the_original():
     module = MLP()
     twice = bytegraph.compile(bytegraph.compile(module, backend="eager"), backend="eager")

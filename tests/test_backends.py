@@ -299,6 +299,45 @@ def test_fake_mode_is_made_the_ambient_tracing_context():
     assert seen == [fake_mode, None]
 
 
+def test_torch_compilers_get_a_static_shape_env_for_a_static_trace():
+    from torch._guards import TracingContext
+
+    seen = []
+
+    def probe(gm, example_inputs):
+        fake_mode = TracingContext.try_get().fake_mode
+        # The compilers fakify the real inputs again: the static fakes made up front are found.
+        fake = fake_mode.from_tensor(example_inputs[0])
+        seen.append((fake_mode.shape_env is not None, tuple(fake.shape), all(type(s) is int for s in fake.shape)))
+        return gm.forward
+
+    _, gm, inputs = mlp_case()
+    compiled = backends.call_backend(backends.TorchBackend("probe", probe), gm, inputs, "g")
+    assert seen == [(True, (5, 6), True)]
+    assert same(compiled(*inputs), gm(*inputs))
+    backends.call_backend(CompileCounter(), gm, inputs, "g")  # not a torch compiler: no context
+    assert TracingContext.try_get() is None
+
+
+def test_inductor_reuses_its_fx_graph_cache_for_a_static_trace(tmp_path, monkeypatch):
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+
+    def scale_and_shift(x):
+        return torch.relu(x * 3 + 1)
+
+    x = torch.randn(4, 8)
+    hits = []
+    for _ in range(2):
+        bytegraph.reset()
+        counters.clear()
+        assert same(bytegraph.compile(scale_and_shift, backend="inductor")(x), scale_and_shift(x))
+        hits.append(counters["inductor"]["fxgraph_cache_hit"])
+    bytegraph.reset()
+    assert hits == [0, 1]
+
+
 # --- inductor mode/options ------------------------------------------------------------------
 
 
