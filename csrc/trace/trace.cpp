@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "python/gc.h"
+#include "python/collector_pause.h"
 #include "record/trace_events.h"
 #include "trace/interpreter.h"
 #include "trace/symbolic.h"
