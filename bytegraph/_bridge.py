@@ -402,11 +402,36 @@ def set_rule(obj, kind):
     _RULES[id(obj)] = (obj, kind)
 
 
+def _kinds_of_exact_types():
+    """Types all of whose instances (of exactly that type) classify() puts in one kind: the
+    bulk of what a trace asks about (op results, sizes, containers), answered by one lookup.
+    Marks are only read on functions, so only a user rule could change these answers."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    kinds = {cls: "constant" for cls in (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+                                          torch.dtype, torch.device, torch.Size, slice, range)}
+    kinds.update({list: "list", dict: "dict", tuple: "tuple"})
+    for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):
+        if not _has_custom_torch_function(cls):
+            kinds[cls] = "tensor"
+    return kinds
+
+
 def classify(obj) -> str:
     """How the tracer wraps `obj`: one of the kind names above."""
     rule = _RULES.get(id(obj))
     if rule is not None and rule[0] is obj:
         return rule[1]
+    kind = _KIND_OF_EXACT_TYPE.get(type(obj))
+    if kind is not None:
+        return kind
+    known = _KIND_OF_BUILTIN.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1]
+    return _classify_by_rules(obj)
+
+
+def _classify_by_rules(obj) -> str:
     if _marked(obj, "_bytegraph_graph_break"):
         return "graph_break"
     if _marked(obj, "_bytegraph_comptime"):
@@ -455,6 +480,13 @@ def classify(obj) -> str:
     if _is_python_class(type(obj)):
         return "object"
     return "unknown"
+
+
+_KIND_OF_EXACT_TYPE = _kinds_of_exact_types()
+# The builtins module's C functions and classes (len, isinstance, int, ...), classified once:
+# immutable, they carry no marks, and a user rule is looked up before this table.
+_KIND_OF_BUILTIN = {id(value): (value, _classify_by_rules(value)) for value in vars(builtins).values()
+                    if type(value) in (types.BuiltinFunctionType, type)}
 
 
 def tensor_attribute_kind(name: str) -> str:

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "python/collector_pause.h"
 #include "record/trace_events.h"
 #include "trace/interpreter.h"
 #include "trace/symbolic.h"
@@ -93,6 +94,7 @@ static void apply_test_switch() {
 TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log, PyObject* shapes) {
   if (!PyFunction_Check(function)) throw PythonError::make(PyExc_TypeError, "trace_frame needs a Python function");
   apply_test_switch();
+  py::CollectorPause collector_paused;
   // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
   const Bridge& bridge = Bridge::get();
   py::Ref<> grad_enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
