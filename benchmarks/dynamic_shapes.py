@@ -185,7 +185,7 @@ def report_section(results):
               or "error" in row.get("sweep", {})]
     hits = (results.get("dynamic_hits") or {}).get("hit_cost")
     lines = [
-        "## 6. Dynamic shapes: size sweeps",
+        "## 7. Dynamic shapes: size sweeps",
         "",
         f"Each model called once per size {SIZES[0]}..{SIZES[-1]} along one axis (batch, or sequence "
         "length), compiled with `dynamic=None` (automatic: static first, then the dimensions seen to "

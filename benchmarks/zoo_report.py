@@ -204,7 +204,7 @@ def table_section(results, gaps=None):
     rows = results["rows"]
     gaps = load_gaps() if gaps is None else gaps
     lines = [
-        "## 6. Model zoo: capture of whole models (inference and a training step)",
+        "## 8. Model zoo: capture of whole models (inference and a training step)",
         "",
         "Each architecture from a tiny config with random weights (2 layers, hidden 64, vocab 256), "
         "`eval()` under `torch.no_grad()` and `train()` with `loss.backward()` run eagerly on the "
