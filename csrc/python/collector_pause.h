@@ -5,11 +5,11 @@
 
 namespace bytegraph::py {
 
-// The cycle collector paused for a scope, as long as any such scope is open on any thread
-// (a trace allocates many tracked objects: fakes, graph nodes, values; full collections it
-// triggers walk every object of the process, a fifth of a large model's tracing time). The
-// collector runs again, if it was enabled, when the last scope closes. Holders keep the GIL,
-// which guards the count.
+// The cycle collector paused for a scope, as long as any such scope is open on any thread.
+// A trace allocates many tracked objects (fakes, graph nodes, values) that mostly die by
+// reference counting when it ends; collections triggered while it runs would walk them, and
+// the older generations walk every object of the process. The collector runs again, if it was
+// enabled, when the last scope closes. Holders keep the GIL, which guards the count.
 class CollectorPause {
  public:
   CollectorPause() {
