@@ -575,7 +575,27 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
             node.meta["stack_trace"] = stack_trace
         created.append(node)
     graph.output(_map_refs(tuple(outputs), _Remap(created, positions)))
-    return torch.fx.GraphModule(root, graph)
+    gm = torch.fx.GraphModule(root, graph)
+    _forget_source_with(gm)
+    return gm
+
+
+def _forget_source_with(gm):
+    """torch.fx keeps the generated source of every GraphModule it compiles, for tracebacks, in
+    a process-wide cache (and linecache) that nothing ever empties: about a kilobyte per graph,
+    forever. The graph's own entries go when the graph does."""
+    key = type(gm).forward.__code__.co_filename
+    if key.startswith("<"):  # generated code, never a real file
+        weakref.finalize(gm, _forget_source, key)
+
+
+def _forget_source(key):
+    import linecache
+
+    cache = getattr(getattr(torch.fx.graph_module, "_loader", None), "eval_cache", None)
+    if isinstance(cache, dict):
+        cache.pop(key, None)
+    linecache.cache.pop(key, None)
 
 
 class _Remap:

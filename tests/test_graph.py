@@ -100,3 +100,26 @@ def test_a_tensor_whose_metadata_was_folded_keeps_its_guard():
     result = check(f, torch.ones(3), torch.ones(2))
     assert result.inputs == ["L['y']"]
     assert any(line.startswith("L['x']") and "TENSOR_MATCH" in line for line in result.guards)
+
+
+def test_a_graphs_generated_source_goes_with_the_graph():
+    import gc
+    import linecache
+
+    import torch.fx.graph_module as fx_graph_module
+
+    import bytegraph
+    from bytegraph.testing import CompileCounterWithBackend
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(lambda x: x * 2 + 1, backend=counter)
+    compiled(torch.ones(3))
+    assert counter.frame_count == 1
+    key = type(counter.graphs[0]).forward.__code__.co_filename
+    assert key in fx_graph_module._loader.eval_cache
+    counter.graphs.clear()
+    bytegraph.reset()
+    del compiled
+    gc.collect()
+    assert key not in fx_graph_module._loader.eval_cache
+    assert key not in linecache.cache
