@@ -124,7 +124,7 @@ ValuePtr ConstantValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
 // ---- iterators and cells --------------------------------------------------------------
 
 std::string IteratorValue::repr() const {
-  return "ListIteratorVariable(length=" + std::to_string(items_.size()) + ", index=" +
+  return "ListIteratorVariable(length=" + std::to_string(items().size()) + ", index=" +
          std::to_string(position_) + ")";
 }
 
@@ -136,15 +136,23 @@ ValuePtr IteratorValue::next_item(Tracer& tracer) {
 }
 
 ValuePtr IteratorValue::next() {
-  if (position_ >= items_.size()) return nullptr;
-  return items_[position_++];
+  if (position_ >= items().size()) return nullptr;
+  return items()[position_++];
 }
 
 std::optional<Args> IteratorValue::unpack(Tracer& tracer) {
   tracer.journal.save(shared_from_this());
-  Args rest(items_.begin() + static_cast<long>(position_), items_.end());
-  position_ = items_.size();
+  Args rest(items().begin() + static_cast<long>(std::min(position_, items().size())), items().end());
+  position_ = items().size();
   return rest;
+}
+
+ValuePtr iterator_over(Tracer& tracer, const ValuePtr& iterable) {
+  if (auto* seq = dynamic_cast<SequenceValue*>(iterable.get()); seq && seq->is_list())
+    return std::make_shared<IteratorValue>(std::static_pointer_cast<SequenceValue>(iterable));
+  auto items = iterable->unpack(tracer);
+  if (!items) return nullptr;
+  return std::make_shared<IteratorValue>(std::move(*items));
 }
 
 std::string CellValue::repr() const {
