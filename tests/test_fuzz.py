@@ -139,18 +139,26 @@ def test_crashes_and_hangs_are_caught_in_the_worker():
 # ---- the shrinker ----------------------------------------------------------------------------
 
 
+def _function_under_test(source):
+    return source.split("def fn(", 1)[1].split("\ndef make_inputs", 1)[0] if "def fn(" in source else ""
+
+
 def test_the_shrinker_keeps_what_the_failure_needs_and_drops_the_rest():
-    source = generate(5, 3).source
-    marker = "STATE"
-    shrunk = shrinker.shrink(source, lambda candidate: marker in candidate.split("def fn(", 1)[-1], max_tests=300)
-    assert marker in shrunk.split("def fn(", 1)[1]
+    # The "failure": the function under test reads STATE.
+    source = next(p.source for p in (generate(5, i) for i in range(50)) if "STATE" in _function_under_test(p.source))
+    shrunk = shrinker.shrink(source, lambda candidate: "STATE" in _function_under_test(candidate), max_tests=300)
+    assert "STATE" in _function_under_test(shrunk)
     assert len(shrunk) < len(source) / 4
+    assert "class Net" not in shrunk  # the unused preamble went
     ast.parse(shrunk)
 
 
 def test_shrinking_removes_input_sets_and_returned_items():
-    shrunk = shrinker.shrink(SIMPLE, lambda candidate: "relu" in candidate, max_tests=100)
-    assert "VARIANTS = []" in shrunk and "a.shape" not in shrunk.split("def fn", 1)[1]
+    def still_fails(candidate):
+        return "relu" in _function_under_test(candidate) and "VARIANTS = [" in candidate
+
+    shrunk = shrinker.shrink(SIMPLE, still_fails, max_tests=100)
+    assert "VARIANTS = []" in shrunk and "a.shape" not in _function_under_test(shrunk)
 
 
 # ---- regressions found by the fuzzer ----------------------------------------------------------

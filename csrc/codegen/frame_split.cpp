@@ -71,6 +71,8 @@ bool inside_loop(const InstructionList& instructions, int offset) {
 std::string why_not_split(PyCodeObject* code, const InstructionList& instructions, int offset, const BreakSite& site) {
   if (code->co_flags & kUnsplittableFlags) return "generators and coroutines are not split";
   if (!site.not_splittable.empty()) return site.not_splittable;
+  if (site.handler && !has_original_instruction(reinterpret_cast<PyObject*>(code), site.handler->offset))
+    return "its exception handler was made for the resume function (an unbound cell read raises there)";
   if (is_resume_code(reinterpret_cast<PyObject*>(code)) && inside_loop(instructions, offset)) {
     // Its continuation would be itself (or another resume function of the same loop),
     // nesting one call per iteration: the loop's remaining iterations run eagerly.

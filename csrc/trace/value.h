@@ -226,6 +226,9 @@ class IteratorValue : public Value {
   // An iterator over a list reads the list as it is at each step, as CPython's list
   // iterator does: items appended while a loop walks the list are reached too.
   explicit IteratorValue(std::shared_ptr<SequenceValue> list) : list_(std::move(list)) {}
+  // enumerate(list, start), live the same way: items are (start + index, item) pairs.
+  IteratorValue(std::shared_ptr<SequenceValue> list, long enumerate_start)
+      : list_(std::move(list)), enumerating_(true), enumerate_start_(enumerate_start) {}
   std::string repr() const override;
   ValuePtr next();  // null when exhausted
   std::optional<Args> unpack(Tracer& tracer) override;
@@ -234,11 +237,21 @@ class IteratorValue : public Value {
   size_t position() const { return position_; }
   void set_position(size_t position) { position_ = position; }
   const std::shared_ptr<SequenceValue>& list() const { return list_; }  // null: over a snapshot
+  // Over a dict's keys or items: a loop step after the dict changed size raises for real.
+  void watch(std::shared_ptr<DictValue> dict) {
+    watched_size_ = dict->keys.size();
+    watched_ = std::move(dict);
+  }
 
  private:
   const Args& items() const { return list_ ? list_->items : items_; }
+  ValuePtr item_at(size_t index) const;
   Args items_;
   std::shared_ptr<SequenceValue> list_;
+  bool enumerating_ = false;
+  long enumerate_start_ = 0;
+  std::shared_ptr<DictValue> watched_;
+  size_t watched_size_ = 0;
   size_t position_ = 0;
 };
 

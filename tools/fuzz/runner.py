@@ -83,6 +83,8 @@ def judge(expected, actual):
     if expected.stdout != actual.stdout:
         return "wrong", f"printed output differs:\n--- eager\n{expected.stdout}--- compiled\n{actual.stdout}"
     found = difference(expected.state, actual.state, "call")
+    if found and expected.raised:
+        found = f"both raised {expected.raised}; {found}"
     return ("wrong", found) if found else ("ok", "")
 
 

@@ -33,6 +33,8 @@ def signature(outcome):
         category = f"raised {found.group(1)} -> {found.group(2)}" if found else "raised"
     elif detail.startswith("printed output"):
         category = "printed output"
+    elif detail.startswith("both raised"):
+        category = detail.split(";", 1)[0]
     elif "values differ" in detail.splitlines()[0]:
         category = "values"
     else:

@@ -8,20 +8,24 @@ from tools.fuzz.scope import LIST
 # Statements that raise; `{x}` a tensor, `{l}` a list. The second item is what to catch.
 RAISING = (
     ('raise FuzzError("planned")', "FuzzError"),
-    ("{x}[torch.tensor([F * 10])]", "IndexError"),  # out of range only at run time
     ("{x} + torch.ones(F + 3)", "RuntimeError"),  # a shape mismatch the tracer sees
     ("{l}[10]", "IndexError"),
     ('{{"a": 1}}["missing"]', "KeyError"),
     ('int("not a number")', "ValueError"),
     ("1 // ({k} - {k})", "ZeroDivisionError"),
     ("{x}.view(-1, 7, 13)", "RuntimeError"),
-    ("torch.linalg.inv(torch.zeros(2, 2))", "RuntimeError"),  # singular: raised by the kernel
     ("{x}.item()", "RuntimeError"),  # more than one element, except for a scalar
+)
+# Raised by the kernel only when the op runs (the tracer's fake tensors cannot tell): rarer,
+# since bytegraph loses these inside try blocks (known_bugs.py), which would hide the rest.
+RAISING_WHEN_RUN = (
+    ("{x}[torch.tensor([F * 10])]", "IndexError"),
+    ("torch.linalg.inv(torch.zeros(2, 2))", "RuntimeError"),
 )
 
 
 def _raising_statement(g):
-    template, caught = g.rng.choice(RAISING)
+    template, caught = g.rng.choice(RAISING_WHEN_RUN if g.chance(0.05) else RAISING)
     lists = [v.name for v in g.scope.of_type(LIST)]
     text = template.format(x=tensor_exprs.operand(g), l=g.rng.choice(lists) if lists else "[]",
                            k=scalar_exprs.int_expr(g))
@@ -128,4 +132,5 @@ def side_effect_then_failing_op(g):
     return True
 
 
-MAKERS = [(3, try_except), (1, uncaught_raise), (1, unbound_local), (1, unbound_cell), (1, side_effect_then_failing_op)]
+MAKERS = [(3, try_except), (1, uncaught_raise), (1, unbound_local), (1, unbound_cell),
+           (0.2, side_effect_then_failing_op)]  # rare: a known bug (known_bugs.py)

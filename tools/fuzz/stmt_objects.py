@@ -60,7 +60,7 @@ def call_net(g):
     net = _net(g)
     kind = g.rng.choice(kinds)
     name = g.fresh("h")
-    template = g.rng.choice(("{m}({x})", "{m}.forward({x})", "{m}.linear({x}).relu()", "{m}({m}({x}))"))
+    template = g.rng.choice(("{m}({x})", "{m}.forward({x})", "{m}.linear({x}.float()).relu()", "{m}({m}({x}))"))
     g.w.line(f"{name} = {template.format(m=net, x=tensor_exprs.operand(g, kind))}")
     g.scope.add(Var(name, TENSOR, kind))
     return True

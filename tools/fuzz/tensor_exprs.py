@@ -103,8 +103,10 @@ def module_call(g, kind=None):
         return None
     net, k = g.rng.choice(nets).name, g.rng.choice(kinds)
     x = operand(g, k)
-    template = g.rng.choice(("{m}({x})", "{m}.linear({x})", "{x} @ {m}.linear.weight.t()", "{m}({x}) + {m}.offset",
-                             "torch.nn.functional.linear({x}, {m}.linear.weight, {m}.linear.bias)"))
+    # The weights are float32: x.float() keeps float64 input sets from a dtype mismatch.
+    template = g.rng.choice(("{m}({x})", "{m}.linear({x}.float())", "{x}.float() @ {m}.linear.weight.t()",
+                             "{m}({x}) + {m}.offset",
+                             "torch.nn.functional.linear({x}.float(), {m}.linear.weight, {m}.linear.bias)"))
     return template.format(m=net, x=x), k
 
 

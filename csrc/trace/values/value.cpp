@@ -1,6 +1,8 @@
 // The Value base: defaults that decline, and the shared helpers.
 #include "trace/value.h"
 
+#include "trace/values/dict_views.h"
+
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
 
@@ -131,19 +133,27 @@ std::string IteratorValue::repr() const {
 ValuePtr Value::next_item(Tracer&) { unsupported("unsupported_iteration", "next() of " + repr()); }
 
 ValuePtr IteratorValue::next_item(Tracer& tracer) {
+  if (watched_ && watched_->keys.size() != watched_size_)
+    unsupported("dict_changed_size", "a loop over a dict whose size changed (RuntimeError when run)");
   tracer.journal.save(shared_from_this());
   return next();
 }
 
+ValuePtr IteratorValue::item_at(size_t index) const {
+  if (!enumerating_) return items()[index];
+  ValuePtr number = ConstantValue::make(check(PyLong_FromLong(enumerate_start_ + static_cast<long>(index))));
+  return std::make_shared<SequenceValue>(false, Args{number, items()[index]});
+}
+
 ValuePtr IteratorValue::next() {
   if (position_ >= items().size()) return nullptr;
-  return items()[position_++];
+  return item_at(position_++);
 }
 
 std::optional<Args> IteratorValue::unpack(Tracer& tracer) {
   tracer.journal.save(shared_from_this());
-  Args rest(items().begin() + static_cast<long>(std::min(position_, items().size())), items().end());
-  position_ = items().size();
+  Args rest;
+  for (; position_ < items().size(); ++position_) rest.push_back(item_at(position_));
   return rest;
 }
 
@@ -152,7 +162,10 @@ ValuePtr iterator_over(Tracer& tracer, const ValuePtr& iterable) {
     return std::make_shared<IteratorValue>(std::static_pointer_cast<SequenceValue>(iterable));
   auto items = iterable->unpack(tracer);
   if (!items) return nullptr;
-  return std::make_shared<IteratorValue>(std::move(*items));
+  auto iterator = std::make_shared<IteratorValue>(std::move(*items));
+  if (dynamic_cast<DictValue*>(iterable.get())) iterator->watch(std::static_pointer_cast<DictValue>(iterable));
+  if (auto* view = dynamic_cast<DictViewValue*>(iterable.get())) iterator->watch(view->dict());
+  return iterator;
 }
 
 std::string CellValue::repr() const {
