@@ -19,7 +19,7 @@ from tools.fuzz.batch import Job, WorkerPool
 from tools.fuzz.campaign import run_campaign
 from tools.fuzz.generator import generate
 
-CI_PROGRAMS = 150
+CI_PROGRAMS = 200
 CI_SEED = 0
 REGRESSIONS = sorted(pathlib.Path(shrinker.REGRESSIONS_DIR).glob("*.py"))
 
@@ -44,7 +44,7 @@ def make_inputs(variant):
 
 @pytest.fixture(scope="module")
 def ci_slice():
-    return run_campaign(CI_PROGRAMS, CI_SEED, backends.DEFAULT, occasional_fraction=0.05, jobs=1, timeout=60)
+    return run_campaign(CI_PROGRAMS, CI_SEED, backends.DEFAULT, occasional_fraction=0.05, jobs=2, timeout=60)
 
 
 def _describe(failures):
@@ -128,7 +128,7 @@ def test_a_lost_side_effect_is_reported():
 def test_crashes_and_hangs_are_caught_in_the_worker():
     crash = SIMPLE.replace("LOG.append(a.shape[0])", "__import__('os').abort()")
     hang = SIMPLE.replace("LOG.append(a.shape[0])", "__import__('time').sleep(60)")
-    with WorkerPool(jobs=1, timeout=10) as pool:
+    with WorkerPool(jobs=1, timeout=3) as pool:
         outcomes = {job.id: outcome for job, outcome, _ in pool.run([
             Job("crash", crash, ("eager",)), Job("hang", hang, ("eager",)), Job("fine", SIMPLE, ("eager",))])}
     assert outcomes["crash"].verdict == "crash" and "died" in outcomes["crash"].detail

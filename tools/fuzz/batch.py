@@ -35,6 +35,8 @@ class Job:
 class _Worker:
     """One worker process and its stderr file (kept for a crash's last words)."""
 
+    STARTUP_SECONDS = 300.0  # importing torch on a loaded machine; not part of any job's time
+
     def __init__(self):
         self.stderr = tempfile.TemporaryFile(mode="w+b")
         env = dict(os.environ)
@@ -44,6 +46,8 @@ class _Worker:
             stderr=self.stderr, cwd=_REPO_ROOT, env=env,
         )
         self.buffer = b""
+        ready = self.read_answer(time.monotonic() + self.STARTUP_SECONDS)
+        self.started = ready is not None and ready.get("event") == "ready"
 
     def send(self, job):
         request = {"id": job.id, "source": job.source, "backends": list(job.backends)}
@@ -141,6 +145,8 @@ class WorkerPool:
 
     def _run_job(self, worker, job):
         start = time.monotonic()
+        if not worker.started:
+            return self._crash(worker, "the worker did not start"), 0.0
         try:
             worker.send(job)
         except BrokenPipeError:

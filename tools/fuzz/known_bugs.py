@@ -42,6 +42,9 @@ KNOWN_BUGS = (
     KnownBug(
         "aot_eager_drops_an_unused_op_that_raises", "aot_eager_drops_an_unused_op_that_raises.py", ("wrong",),
         r"^eager raised RuntimeError, compiled raised None", r"float64", backend="aot_eager"),
+    KnownBug(
+        "aot_eager_zero_gradient_instead_of_none", "aot_eager_zero_gradient_instead_of_none.py", ("wrong",),
+        r"\.grad: None != a tensor", r"", backend="aot_eager"),
 )
 
 

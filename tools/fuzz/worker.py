@@ -27,6 +27,7 @@ def main():
     logging.getLogger("bytegraph").setLevel(logging.CRITICAL)
     from tools.fuzz.runner import Outcome, run_program
 
+    answers.write(json.dumps({"event": "ready"}) + "\n")  # imports done: job time starts now
     for line in sys.stdin:
         request = json.loads(line)
         start = time.perf_counter()
