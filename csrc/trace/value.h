@@ -236,7 +236,6 @@ class IteratorValue : public Value {
   ValuePtr next_item(Tracer& tracer) override;
   size_t position() const { return position_; }
   void set_position(size_t position) { position_ = position; }
-  const std::shared_ptr<SequenceValue>& list() const { return list_; }  // null: over a snapshot
   // Over a dict's keys or items: a loop step after the dict changed size raises for real.
   void watch(std::shared_ptr<DictValue> dict) {
     watched_size_ = dict->keys.size();

@@ -2,6 +2,8 @@
 only when it runs), try/except/else/finally, uncaught raises that end the call after side
 effects, and names left unbound on one path (a local and a closure cell) then read."""
 
+import contextlib
+
 from tools.fuzz import scalar_exprs, tensor_exprs
 from tools.fuzz.scope import LIST
 
@@ -39,7 +41,7 @@ def try_except(g):
     handler = g.rng.choice((caught, "Exception", f"({caught}, TypeError)"))
     with g.nested("try:"):
         g.statements(g.rng.randint(0, 2))
-        with g.nested(f"if {scalar_exprs.condition(g)}:") if g.chance(0.5) else _same(g):
+        with g.nested(f"if {scalar_exprs.condition(g)}:") if g.chance(0.5) else contextlib.nullcontext():
             g.w.line(statement)
         g.statements(g.rng.randint(0, 1))
     with g.nested(f"except {handler} as error:"):
@@ -53,19 +55,6 @@ def try_except(g):
         with g.nested("finally:"):
             g.w.line('LOG.append("finally")')
     return True
-
-
-class _same:
-    """A stand-in for `g.nested(...)` that opens no block."""
-
-    def __init__(self, g):
-        self.g = g
-
-    def __enter__(self):
-        return self.g.w
-
-    def __exit__(self, *exc_info):
-        return False
 
 
 def uncaught_raise(g):

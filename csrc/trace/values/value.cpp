@@ -1,10 +1,9 @@
 // The Value base: defaults that decline, and the shared helpers.
 #include "trace/value.h"
 
-#include "trace/values/dict_views.h"
-
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
+#include "trace/values/dict_views.h"
 
 namespace bytegraph::trace {
 
