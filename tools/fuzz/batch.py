@@ -10,6 +10,7 @@ fresh process for the next program.
 """
 
 import dataclasses
+import fcntl
 import json
 import os
 import queue
@@ -39,6 +40,8 @@ class _Worker:
 
     def __init__(self):
         self.stderr = tempfile.TemporaryFile(mode="w+b")
+        # Appending: the file is emptied before each job and the worker writes on at its start.
+        fcntl.fcntl(self.stderr.fileno(), fcntl.F_SETFL, fcntl.fcntl(self.stderr.fileno(), fcntl.F_GETFL) | os.O_APPEND)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO_ROOT, env.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
@@ -50,6 +53,7 @@ class _Worker:
         self.started = ready is not None and ready.get("event") == "ready"
 
     def send(self, job):
+        self.stderr.truncate(0)  # the last words kept are this job's
         request = {"id": job.id, "source": job.source, "backends": list(job.backends)}
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()

@@ -79,12 +79,12 @@ def judge(expected, actual):
     """(verdict, detail) for one call: eager's record against the compiled one's."""
     if expected.raised != actual.raised:
         verdict = "internal" if actual.internal else "wrong"
-        return verdict, f"eager raised {expected.raised}, compiled raised {actual.raised}: {actual.message}"
+        return verdict, f"eager raised {expected.raised}, compiled raised {actual.message or actual.raised}"
     if expected.stdout != actual.stdout:
         return "wrong", f"printed output differs:\n--- eager\n{expected.stdout}--- compiled\n{actual.stdout}"
     found = difference(expected.state, actual.state, "call")
     if found and expected.raised:
-        found = f"both raised {expected.raised}; {found}"
+        found = f"both raised {expected.message[:120]}; {found}"
     return ("wrong", found) if found else ("ok", "")
 
 
@@ -116,6 +116,7 @@ def load(source, filename):
 
 
 def _call(fn, namespace, variant):
+    torch.set_grad_enabled(True)  # whatever an earlier program left behind
     args, kwargs = namespace["make_inputs"](variant)
     differentiable = any(t.requires_grad for t in _tensors_in((args, kwargs)))
     printed = io.StringIO()
@@ -127,7 +128,9 @@ def _call(fn, namespace, variant):
             error = caught
     if error is None and differentiable:
         error = _backward(result)
-    state = snapshot({"result": result, "args": args, "kwargs": kwargs, "globals": _globals(namespace)})
+    # Grad mode is process state too: a call must leave it as it found it, raising or not.
+    state = snapshot({"result": result, "args": args, "kwargs": kwargs, "globals": _globals(namespace),
+                      "grad_enabled": torch.is_grad_enabled()})
     return Call(printed.getvalue(), None if error is None else type(error).__name__,
                 error is not None and is_internal(error), _describe(error), state)
 

@@ -29,12 +29,12 @@ def signature(outcome):
     if outcome.verdict in ("crash", "error", "ok"):
         category = ""
     elif detail.startswith("eager raised"):
-        found = re.match(r"eager raised (\S+), compiled raised (\S+):", detail)
+        found = re.match(r"eager raised (\S+), compiled raised (\w+)", detail)
         category = f"raised {found.group(1)} -> {found.group(2)}" if found else "raised"
     elif detail.startswith("printed output"):
         category = "printed output"
     elif detail.startswith("both raised"):
-        category = detail.split(";", 1)[0]
+        category = detail.split(":", 1)[0]  # the exception's type
     elif "values differ" in detail.splitlines()[0]:
         category = "values"
     else:
