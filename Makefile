@@ -20,7 +20,7 @@ PIP := $(PY) -m pip install -q -c constraints.txt
 JOBS ?= $(shell nproc)
 PYTEST_ARGS ?=
 
-.PHONY: deps build test test-py test-cpp demo bench leaks asan clean
+.PHONY: deps build test test-py test-cpp demo bench leaks asan fuzz clean
 
 # Stamp files keep repeated `make test` from re-running pip and apt.
 # Debian packages the tests use: GoogleTest (C++ units), Chromium + its driver (the trace
@@ -70,6 +70,14 @@ demo: build
 bench: build
 	$(PIP) -r benchmarks/requirements.txt
 	PYTHONPATH=$(CURDIR) $(PY) -m benchmarks.run
+
+# Differential fuzzing (tools/fuzz): N random programs run eagerly and compiled, compared.
+# FUZZ_ARGS passes more options, e.g. FUZZ_ARGS="--jobs 2 --save-failures".
+N ?= 300
+SEED ?= 0
+FUZZ_ARGS ?=
+fuzz: build
+	PYTHONPATH=$(CURDIR) $(PY) -m tools.fuzz --n $(N) --seed $(SEED) $(FUZZ_ARGS)
 
 # 1,000,000 cache hits and 10,000 compile/reset cycles: no growth of live objects or memory.
 leaks: build

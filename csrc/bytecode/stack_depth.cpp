@@ -23,6 +23,8 @@ class DepthWalker {
   DepthWalker(const InstructionList& instructions, const InstructionIndex& index)
       : instructions_(instructions), index_(index), depth_(instructions.size(), -1) {}
 
+  const std::vector<int>& depths() const { return depth_; }
+
   int run() {
     if (instructions_.empty()) return 0;
     if (reach(0, 0, -1)) pending_.push_back(0);
@@ -126,6 +128,13 @@ int compute_stack_depth(const InstructionList& instructions, const InstructionIn
 
 int compute_stack_depth(const InstructionList& instructions) {
   return compute_stack_depth(instructions, InstructionIndex(instructions));
+}
+
+std::vector<int> instruction_depths(const InstructionList& instructions) {
+  InstructionIndex index(instructions);
+  DepthWalker walker(instructions, index);
+  walker.run();
+  return walker.depths();
 }
 
 }  // namespace bytegraph::bytecode

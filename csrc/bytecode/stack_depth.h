@@ -7,6 +7,8 @@
 // opcode without a known stack effect, or on references to instructions not in the list.
 #pragma once
 
+#include <vector>
+
 #include "bytecode/instruction.h"
 #include "bytecode/instruction_index.h"
 
@@ -14,5 +16,7 @@ namespace bytegraph::bytecode {
 
 int compute_stack_depth(const InstructionList& instructions, const InstructionIndex& index);
 int compute_stack_depth(const InstructionList& instructions);
+// The stack depth before each instruction (-1 where unreachable), by the same walk.
+std::vector<int> instruction_depths(const InstructionList& instructions);
 
 }  // namespace bytegraph::bytecode

@@ -71,6 +71,8 @@ bool inside_loop(const InstructionList& instructions, int offset) {
 std::string why_not_split(PyCodeObject* code, const InstructionList& instructions, int offset, const BreakSite& site) {
   if (code->co_flags & kUnsplittableFlags) return "generators and coroutines are not split";
   if (!site.not_splittable.empty()) return site.not_splittable;
+  if (site.handler && !has_original_instruction(reinterpret_cast<PyObject*>(code), site.handler->offset))
+    return "its exception handler was made for the resume function (an unbound cell read raises there)";
   if (is_resume_code(reinterpret_cast<PyObject*>(code)) && inside_loop(instructions, offset)) {
     // Its continuation would be itself (or another resume function of the same loop),
     // nesting one call per iteration: the loop's remaining iterations run eagerly.
@@ -152,6 +154,15 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
   std::vector<OutputPlan> stack = state.stack;
   std::optional<std::vector<size_t>> grad_blocks = open_grad_mode_blocks(instructions, at, stack);
   const bool in_grad_blocks = grad_blocks && !grad_blocks->empty();
+  const bool any_grad_block = std::any_of(stack.begin(), stack.end(), [](const OutputPlan& plan) {
+    return plan.kind == OutputPlan::Kind::GradModeExit;
+  });
+  if (any_grad_block && !grad_blocks) {
+    // Generated code re-enters grad-mode blocks only where nothing else (a try block inside
+    // them) protects the breaking instruction.
+    split.eager_reason = "a graph break inside a try block within a grad-mode `with` block";
+    return split;
+  }
   split.site = find_break_site(instructions, offset, in_grad_blocks);
   split.eager_reason = why_not_split(code, instructions, offset, split.site);
   if (!split.eager_reason.empty()) return split;

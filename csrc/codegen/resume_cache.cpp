@@ -62,6 +62,14 @@ int original_offset(PyObject* code, int offset) {
   throw InternalError("resume code offset " + std::to_string(offset) + " has no original instruction");
 }
 
+bool has_original_instruction(PyObject* code, int offset) {
+  const ResumeOrigin* origin = resume_origin(code);
+  if (origin == nullptr) return true;
+  for (const auto& entry : origin->offsets)
+    if (entry.first == offset) return true;
+  return false;
+}
+
 py::Ref<> resume_code_for(PyCodeObject* code, int offset, const std::vector<StackSlot>& stack,
                           const std::vector<py::Ref<>>& contexts, const std::vector<std::string>& live_locals) {
   PyObject* original = reinterpret_cast<PyObject*>(code);

@@ -30,6 +30,9 @@ const ResumeOrigin* resume_origin(PyObject* code /* borrowed */);
 bool is_resume_code(PyObject* code /* borrowed */);
 // `offset` in `code` mapped to the original code's offset (itself for an original code).
 int original_offset(PyObject* code /* borrowed */, int offset);
+// Whether instruction `offset` of `code` is one of its original's (true for code that is not
+// resume code); false for what a resume function adds, such as an unbound cell's handler.
+bool has_original_instruction(PyObject* code /* borrowed */, int offset);
 
 size_t resume_cache_size();
 // Every resume code made so far (for tests and tools).

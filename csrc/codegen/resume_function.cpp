@@ -5,6 +5,7 @@
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
 #include "bytecode/opcodes.h"
+#include "bytecode/stack_depth.h"
 #include "codegen/code_builder.h"
 #include "codegen/output_plan.h"
 #include "python/errors.h"
@@ -61,6 +62,54 @@ std::vector<std::string> resume_varnames(PyCodeObject* original, const ResumeSpe
   return names;
 }
 
+// The original's cell variables are free variables of a resume function (the cells are
+// shared with closures made before the break). Reading an empty one then raises NameError
+// ("free variable"), where the original raises UnboundLocalError: each such LOAD_DEREF gets
+// an exception-table entry of its own whose handler raises what the original would. The
+// handler runs only on that error; it is covered by whatever covered the read.
+struct CellRead {
+  bytecode::Instruction* read;
+  int depth;  // the stack depth before it, in the original
+};
+
+std::vector<CellRead> cell_reads(const bytecode::InstructionList& instructions, const std::vector<std::string>& cells) {
+  std::vector<int> depths = bytecode::instruction_depths(instructions);
+  std::vector<CellRead> reads;
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    bytecode::Instruction& inst = *instructions[i];
+    if (inst.opcode != op::LOAD_DEREF || !inst.argval || depths[i] < 0) continue;
+    if (std::find(cells.begin(), cells.end(), PyUnicode_AsUTF8(inst.argval.get())) != cells.end())
+      reads.push_back({&inst, depths[i]});
+  }
+  return reads;
+}
+
+void raise_unbound_local_errors(CodeBuilder& builder, const std::vector<CellRead>& reads) {
+  for (const CellRead& cell : reads) {
+    const std::string message = "cannot access local variable '" + std::string(PyUnicode_AsUTF8(cell.read->argval.get())) +
+                                "' where it is not associated with a value";
+    CodeBuilder handler;
+    handler.set_positions(cell.read->positions);
+    handler.pop_top();  // the NameError
+    handler.before_callable();
+    handler.load_const(PyExc_UnboundLocalError);
+    handler.after_callable();
+    handler.load_const(interned(message).get());
+    handler.call(1);
+    handler.emit(op::RAISE_VARARGS, 1);
+    bytecode::InstructionList code = handler.take();
+    auto entry = std::make_shared<bytecode::ExceptionTableEntry>();
+    entry->start = entry->end = cell.read;
+    entry->target = code.front().get();
+    entry->depth = cell.depth;
+    for (auto& inst : code) {
+      inst->exception_entry = cell.read->exception_entry;
+      builder.instructions().push_back(std::move(inst));
+    }
+    cell.read->exception_entry = entry;
+  }
+}
+
 }  // namespace
 
 std::string stack_argument_name(std::size_t position) { return "___stack" + std::to_string(position); }
@@ -73,6 +122,7 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
   free_names.insert(free_names.end(), cell_names.begin(), cell_names.end());
   bytecode::DecodedCode decoded = bytecode::decode(original);
   auto& instructions = decoded.instructions;
+  const std::vector<CellRead> reads = cell_reads(instructions, cell_names);
   const std::size_t skipped = prefix_length(instructions);
   bytecode::Instruction* target = nullptr;
   for (std::size_t i = skipped; i < instructions.size(); ++i)
@@ -103,6 +153,7 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
     kept_offsets.push_back(instructions[i]->offset);
     builder.instructions().push_back(std::move(instructions[i]));
   }
+  raise_unbound_local_errors(builder, reads);  // after the kept instructions: their offsets map 1:1
 
   bytecode::CodeOverrides overrides;
   int argcount = 0;

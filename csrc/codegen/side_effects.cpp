@@ -34,6 +34,29 @@ void call_and_drop(CodeBuilder& builder, PyObject* callable, int nargs, Load loa
   builder.pop_top();
 }
 
+// The replay of `del obj.name`: the trace saw the deletion succeed, and afterwards the
+// attribute is gone whatever it was before: set and deleted in the trace, it may be absent
+// from the real object (a plain delattr would raise). The class's __delattr__ already ran in
+// the trace, so this is object.__delattr__'s generic deletion, as SetAttr is __setattr__'s.
+PyObject* delete_attribute(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "delete_attribute(obj, name)");
+    return nullptr;
+  }
+  if (PyObject_GenericSetAttr(args[0], args[1], nullptr) < 0) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return nullptr;
+    PyErr_Clear();  // not there: nothing to delete
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* delete_attribute_function() {
+  static PyMethodDef definition = {"delete_attribute", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(delete_attribute)),
+                                   METH_FASTCALL, "Deletes an instance attribute if it is there (replays `del obj.name`)."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
 }  // namespace
 
 bool uses_graph_outputs(const std::vector<SideEffectPlan>& effects) {
@@ -94,10 +117,8 @@ void emit_side_effect_writes(CodeBuilder& builder, const std::vector<SideEffectP
         }
         break;
       case Kind::DelAttr: {
-        py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
-        py::Ref<> delattr = check(PyObject_GetAttrString(builtins.get(), "delattr"));
         py::Ref<> name = interned(effect.name);
-        call_and_drop(builder, delattr.get(), 2, [&] {
+        call_and_drop(builder, delete_attribute_function(), 2, [&] {
           builder.load_fast(target);
           builder.load_const(name.get());
         });

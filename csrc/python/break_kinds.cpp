@@ -25,6 +25,8 @@ constexpr std::array kBreakKinds = {
     BreakKind{"data_dependent_op", "the operation's output depends on tensor values (e.g. .item(), nonzero); "
                                    "keep it out of the compiled function or set "
                                    "bytegraph.config.capture_scalar_outputs"},
+    BreakKind{"dict_changed_size", "a loop over a dict goes on after the dict changed size, which raises "
+                                   "RuntimeError; it runs eagerly so the error is raised as Python raises it"},
     BreakKind{"disabled_function", "the function is wrapped by bytegraph.disable() and runs eagerly; remove "
                                    "disable() to capture it"},
     BreakKind{"explicit_graph_break", "remove bytegraph.graph_break() to capture one graph"},

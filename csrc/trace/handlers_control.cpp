@@ -47,9 +47,9 @@ void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
     frame.push(iterable);
     return;
   }
-  auto items = iterable->unpack(tracer);
-  if (!items) unsupported("unsupported_iteration", "iterating over " + iterable->repr());
-  frame.push(std::make_shared<IteratorValue>(std::move(*items)));
+  ValuePtr iterator = iterator_over(tracer, iterable);
+  if (!iterator) unsupported("unsupported_iteration", "iterating over " + iterable->repr());
+  frame.push(std::move(iterator));
 }
 
 void for_iter(Tracer& tracer, FrameState& frame, const Instruction& inst) {

@@ -32,7 +32,10 @@ py::Ref<> constant_of(const ValuePtr& value) {
       if (!item) return nullptr;
       PyList_SET_ITEM(list.get(), i, item.release());
     }
-    return seq->is_list() ? std::move(list) : check(PyList_AsTuple(list.get()));
+    if (seq->is_list()) return list;
+    py::Ref<> tuple = check(PyList_AsTuple(list.get()));
+    if (!seq->tuple_type) return tuple;
+    return check(PyObject_CallOneArg(named_tuple_constructor(seq->tuple_type.get()).get(), tuple.get()));
   }
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
     py::Ref<> result = check(PyDict_New());
@@ -165,7 +168,17 @@ std::shared_ptr<SequenceValue> constant_sequence(const ValuePtr& value) {
   Args values;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items.get()); ++i)
     values.push_back(ConstantValue::make(py::Ref<>::newref(PySequence_Fast_GET_ITEM(items.get(), i))));
-  return std::make_shared<SequenceValue>(PyList_Check(object), std::move(values));
+  auto sequence = std::make_shared<SequenceValue>(PyList_Check(object), std::move(values));
+  if (is_torch_size((PyObject*)Py_TYPE(object))) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(object));
+  return sequence;
+}
+
+// A tuple made from torch.Size operands is a torch.Size (`size[:-1] + (n,)`, `(n,) + size`).
+std::shared_ptr<SequenceValue> sized_like(std::shared_ptr<SequenceValue> result, const SequenceValue* left,
+                                          const SequenceValue* right) {
+  for (const SequenceValue* operand : {left, right})
+    if (operand && operand->is_size()) result->tuple_type = py::Ref<>::newref(operand->tuple_type.get());
+  return result;
 }
 
 ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& operands) {
@@ -184,14 +197,14 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
     }
     Args items = left->items;
     items.insert(items.end(), right->items.begin(), right->items.end());
-    return std::make_shared<SequenceValue>(left->is_list(), std::move(items));
+    return sized_like(std::make_shared<SequenceValue>(left->is_list(), std::move(items)), left, right);
   }
   bool mul = function == operator_function("mul");
   if (mul && left && operands[1]->is_constant() && PyLong_Check(operands[1]->constant())) {
     long times = PyLong_AsLong(operands[1]->constant());
     Args items;
     for (long i = 0; i < times; ++i) items.insert(items.end(), left->items.begin(), left->items.end());
-    return std::make_shared<SequenceValue>(left->is_list(), std::move(items));
+    return sized_like(std::make_shared<SequenceValue>(left->is_list(), std::move(items)), left, nullptr);
   }
   return nullptr;
 }

@@ -80,6 +80,9 @@ py::Ref<> named_tuple_fields(PyObject* type);
 // What builds an instance of the named tuple class from one tuple of its items:
 // `cls._make` for collections.namedtuple classes, the class itself for structseqs.
 py::Ref<> named_tuple_constructor(PyObject* type);
+// torch.Size: a tuple subclass whose slices, concatenations and repetitions are torch.Size
+// again (those of a named tuple are plain tuples).
+bool is_torch_size(PyObject* type);
 
 // Throws Unsupported(kind, message) (the tracer adds the user's location).
 [[noreturn]] void unsupported(const std::string& kind, const std::string& message);
@@ -176,6 +179,7 @@ class SequenceValue : public Value {
   bool truthy(Tracer&) const override { return !items.empty(); }
   std::optional<Args> unpack(Tracer&) override { return items; }
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
+  bool is_size() const { return tuple_type && is_torch_size(tuple_type.get()); }
   // A named tuple's class (collections.namedtuple, a torch.return_types structseq), or null
   // for a plain tuple or list. Its fields name the items.
   py::Ref<> tuple_type;
@@ -212,9 +216,19 @@ class DictValue : public Value {
 
 // A for-loop iterator over a known list of items (lists, tuples, ranges, dict views,
 // ModuleList/Sequential children, enumerate/zip results).
+// iter(iterable) for a value whose items the tracer knows (a list, live; others as a
+// snapshot of their items), or null.
+ValuePtr iterator_over(Tracer& tracer, const ValuePtr& iterable);
+
 class IteratorValue : public Value {
  public:
   explicit IteratorValue(Args items) : items_(std::move(items)) {}
+  // An iterator over a list reads the list as it is at each step, as CPython's list
+  // iterator does: items appended while a loop walks the list are reached too.
+  explicit IteratorValue(std::shared_ptr<SequenceValue> list) : list_(std::move(list)) {}
+  // enumerate(list, start), live the same way: items are (start + index, item) pairs.
+  IteratorValue(std::shared_ptr<SequenceValue> list, long enumerate_start)
+      : list_(std::move(list)), enumerating_(true), enumerate_start_(enumerate_start) {}
   std::string repr() const override;
   ValuePtr next();  // null when exhausted
   std::optional<Args> unpack(Tracer& tracer) override;
@@ -222,9 +236,21 @@ class IteratorValue : public Value {
   ValuePtr next_item(Tracer& tracer) override;
   size_t position() const { return position_; }
   void set_position(size_t position) { position_ = position; }
+  // Over a dict's keys or items: a loop step after the dict changed size raises for real.
+  void watch(std::shared_ptr<DictValue> dict) {
+    watched_size_ = dict->keys.size();
+    watched_ = std::move(dict);
+  }
 
  private:
+  const Args& items() const { return list_ ? list_->items : items_; }
+  ValuePtr item_at(size_t index) const;
   Args items_;
+  std::shared_ptr<SequenceValue> list_;
+  bool enumerating_ = false;
+  long enumerate_start_ = 0;
+  std::shared_ptr<DictValue> watched_;
+  size_t watched_size_ = 0;
   size_t position_ = 0;
 };
 

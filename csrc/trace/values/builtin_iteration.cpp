@@ -123,6 +123,8 @@ ValuePtr call_iteration_builtin(Tracer& tracer, PyObject* function, const Args& 
       start = PyLong_AsLong(start_value->constant());
     }
     if (any_lazy({args[0]})) return make_lazy_enumerate(tracer, args[0], start);
+    if (auto* seq = dynamic_cast<SequenceValue*>(args[0].get()); seq && seq->is_list())
+      return std::make_shared<IteratorValue>(std::static_pointer_cast<SequenceValue>(args[0]), start);
     Args rows;
     for (auto& item : items_of(tracer, args[0], "enumerate"))
       rows.push_back(std::make_shared<SequenceValue>(false, Args{ConstantValue::make(check(PyLong_FromLong(start++))), item}));

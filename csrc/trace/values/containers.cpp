@@ -107,6 +107,14 @@ py::Ref<> named_tuple_constructor(PyObject* type) {
   return py::Ref<>::newref(type);
 }
 
+bool is_torch_size(PyObject* type) {
+  static PyObject* size_type = [] {  // kept for the process, like the torch module holding it
+    py::Ref<> torch = check(PyImport_ImportModule("torch"));
+    return check(PyObject_GetAttrString(torch.get(), "Size")).release();
+  }();
+  return type == size_type;
+}
+
 PyObject* SequenceValue::python_type() const {
   if (tuple_type) return tuple_type.get();
   return is_list_ ? (PyObject*)&PyList_Type : (PyObject*)&PyTuple_Type;
@@ -156,7 +164,9 @@ ValuePtr SequenceValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
     Py_ssize_t count = PySlice_AdjustIndices(static_cast<Py_ssize_t>(items.size()), &start, &stop, step);
     Args slice;
     for (Py_ssize_t i = 0, at = start; i < count; ++i, at += step) slice.push_back(items[at]);
-    return std::make_shared<SequenceValue>(is_list_, std::move(slice));
+    auto result = std::make_shared<SequenceValue>(is_list_, std::move(slice));
+    if (is_size()) result->tuple_type = py::Ref<>::newref(tuple_type.get());
+    return result;
   }
   if (!PyLong_Check(index)) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
   return items[normalise_index(index, items.size(), is_list_ ? "list" : "tuple")];

@@ -18,6 +18,7 @@ class DictViewValue : public Value {
   std::optional<Args> unpack(Tracer& tracer) override;
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   size_t size() const { return dict_->keys.size(); }
+  const std::shared_ptr<DictValue>& dict() const { return dict_; }
   bool contains(Tracer& tracer, const ValuePtr& item);
   // Keys views: a real set of the keys now.
   py::Ref<> key_set() const;

@@ -99,9 +99,9 @@ std::optional<Args> LazyIteratorValue::unpack(Tracer& tracer) { return drain(tra
 
 ValuePtr iterate(Tracer& tracer, const ValuePtr& iterable, const char* what) {
   if (iterable->is_iterator()) return iterable;
-  auto items = iterable->unpack(tracer);
-  if (!items) unsupported("unsupported_iteration", std::string(what) + " over " + iterable->repr());
-  return std::make_shared<IteratorValue>(std::move(*items));
+  ValuePtr iterator = iterator_over(tracer, iterable);
+  if (!iterator) unsupported("unsupported_iteration", std::string(what) + " over " + iterable->repr());
+  return iterator;
 }
 
 bool any_lazy(const Args& values) {

@@ -352,7 +352,10 @@ ValuePtr tensor_metadata(Tracer& tracer, const ValuePtr& tensor, const std::stri
       return record_pure(tracer, graph::Op::CallMethod, text(method), {tensor, dim}, {});
     }));
   }
-  return std::make_shared<SequenceValue>(false, std::move(items));
+  auto sequence = std::make_shared<SequenceValue>(false, std::move(items));
+  // x.shape and x.size() are a torch.Size, x.stride() a plain tuple.
+  if (!PyTuple_CheckExact(object)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(object));
+  return sequence;
 }
 
 ValuePtr tensor_size(Tracer& tracer, const ValuePtr& tensor, int dim) {

@@ -3,6 +3,7 @@
 
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
+#include "trace/values/dict_views.h"
 
 namespace bytegraph::trace {
 
@@ -124,27 +125,46 @@ ValuePtr ConstantValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
 // ---- iterators and cells --------------------------------------------------------------
 
 std::string IteratorValue::repr() const {
-  return "ListIteratorVariable(length=" + std::to_string(items_.size()) + ", index=" +
+  return "ListIteratorVariable(length=" + std::to_string(items().size()) + ", index=" +
          std::to_string(position_) + ")";
 }
 
 ValuePtr Value::next_item(Tracer&) { unsupported("unsupported_iteration", "next() of " + repr()); }
 
 ValuePtr IteratorValue::next_item(Tracer& tracer) {
+  if (watched_ && watched_->keys.size() != watched_size_)
+    unsupported("dict_changed_size", "a loop over a dict whose size changed (RuntimeError when run)");
   tracer.journal.save(shared_from_this());
   return next();
 }
 
+ValuePtr IteratorValue::item_at(size_t index) const {
+  if (!enumerating_) return items()[index];
+  ValuePtr number = ConstantValue::make(check(PyLong_FromLong(enumerate_start_ + static_cast<long>(index))));
+  return std::make_shared<SequenceValue>(false, Args{number, items()[index]});
+}
+
 ValuePtr IteratorValue::next() {
-  if (position_ >= items_.size()) return nullptr;
-  return items_[position_++];
+  if (position_ >= items().size()) return nullptr;
+  return item_at(position_++);
 }
 
 std::optional<Args> IteratorValue::unpack(Tracer& tracer) {
   tracer.journal.save(shared_from_this());
-  Args rest(items_.begin() + static_cast<long>(position_), items_.end());
-  position_ = items_.size();
+  Args rest;
+  for (; position_ < items().size(); ++position_) rest.push_back(item_at(position_));
   return rest;
+}
+
+ValuePtr iterator_over(Tracer& tracer, const ValuePtr& iterable) {
+  if (auto* seq = dynamic_cast<SequenceValue*>(iterable.get()); seq && seq->is_list())
+    return std::make_shared<IteratorValue>(std::static_pointer_cast<SequenceValue>(iterable));
+  auto items = iterable->unpack(tracer);
+  if (!items) return nullptr;
+  auto iterator = std::make_shared<IteratorValue>(std::move(*items));
+  if (dynamic_cast<DictValue*>(iterable.get())) iterator->watch(std::static_pointer_cast<DictValue>(iterable));
+  if (auto* view = dynamic_cast<DictViewValue*>(iterable.get())) iterator->watch(view->dict());
+  return iterator;
 }
 
 std::string CellValue::repr() const {

@@ -1,0 +1,44 @@
+"""The process that runs programs for the batch driver: `python -m tools.fuzz.worker`.
+
+Reads one JSON request per line on stdin ({"id", "source", "backends"}) and answers each on
+the original stdout with {"id", "event": "done", "outcome", "seconds"}. Anything the
+programs or libraries write to stdout goes to stderr, so it cannot garble an answer.
+"""
+
+import json
+import logging
+import os
+import sys
+import time
+import warnings
+
+
+def _protocol_stream():
+    """The original stdout for answers; file descriptor 1 then points at stderr."""
+    stream = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return stream
+
+
+def main():
+    answers = _protocol_stream()
+    warnings.simplefilter("ignore")
+    logging.getLogger("bytegraph").setLevel(logging.CRITICAL)
+    logging.getLogger("torch").setLevel(logging.CRITICAL)  # fake tensors log the errors programs raise on purpose
+    from tools.fuzz.runner import Outcome, run_program
+
+    answers.write(json.dumps({"event": "ready"}) + "\n")  # imports done: job time starts now
+    for line in sys.stdin:
+        request = json.loads(line)
+        start = time.perf_counter()
+        try:
+            outcome = run_program(request["source"], tuple(request["backends"]), filename=f"<{request['id']}>")
+        except Exception as error:  # a program the runner itself cannot run (a shrink candidate)
+            outcome = Outcome("error", f"{type(error).__name__}: {error}")
+        answers.write(json.dumps({"id": request["id"], "event": "done", "outcome": outcome.to_dict(),
+                                  "seconds": time.perf_counter() - start}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
