@@ -35,11 +35,19 @@ def _signature(real):
     # A non-leaf's .grad is only ever set when it retains it (reading it otherwise warns).
     grad = real.grad if is_leaf or real.retains_grad else None
     return (
-        type(real), real.dtype, real.device, real.shape, real.stride(), real.storage_offset(),
-        real.untyped_storage().data_ptr(), real.requires_grad, is_leaf, real._base is not None,
+        _shape_and_autograd(real),
+        type(real), real.device, real.untyped_storage().data_ptr(), real._base is not None,
         None if grad is None else (grad.dtype, grad.shape, grad.stride()),
         real.is_conj(), real.is_neg(), real.is_inference(),
     )
+
+
+def _shape_and_autograd(tensor):
+    """The part of a signature that in-place ops can change: a trace runs the program's
+    in-place ops on the fakes (`b += w(x)` makes b's fake require grad, `x.t_()` transposes
+    it), so a kept fake is checked against the real tensor on this part too."""
+    return (tensor.dtype, tensor.shape, tensor.stride(), tensor.storage_offset(), tensor.requires_grad,
+            tensor.is_leaf)
 
 
 class SharedFakes:
@@ -55,11 +63,12 @@ class SharedFakes:
         entry = self._entries.get(key)
         signature = _signature(real)
         if entry is not None and entry[0]() is real:
-            if signature is not None and entry[1] == signature:
+            if (signature is not None and entry[1] == signature
+                    and _shape_and_autograd(entry[2]) == signature[0]):
                 return entry[2]
-            # The tensor changed under its fake. The trace in progress keeps this mode (its
-            # other fakes live in it) but must not get torch's memoised stale fake; later
-            # traces get a new mode.
+            # The tensor changed under its fake, or an earlier trace's in-place op changed the
+            # fake. The trace in progress keeps this mode (its other fakes live in it) but must
+            # not get torch's memoised stale fake; later traces get a new mode.
             del self._entries[key]
             self.retire()
             self._forget_in_mode(real)

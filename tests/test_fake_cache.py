@@ -90,6 +90,29 @@ def test_metadata_changes_give_new_fakes_that_match_the_tensor():
         assert output.dtype == real.dtype, change.__name__
 
 
+class Accumulates(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Linear(4, 4)
+        self.register_buffer("total", torch.zeros(4))
+
+    def forward(self, x):
+        before = self.total * 1
+        self.total += self.w(x).sum(0)  # in place: the buffer's fake now requires grad
+        x.t_()  # in place on the input's fake: sizes (2, 4) -> (4, 2)
+        return before, x.sum(1)
+
+
+def test_in_place_ops_of_a_trace_do_not_leak_into_the_next_traces_fakes():
+    module = Accumulates()
+    x = torch.randn(2, 4)
+    for _ in range(2):
+        result = _trace.trace(module.forward, (x,), {})
+        assert not _example_value(result, "mul").requires_grad
+        assert _example_value(result, "sum_2").shape == (4,)
+    assert x.shape == (2, 4) and not module.total.requires_grad  # traced, never run
+
+
 def test_compiled_results_follow_a_parameter_swapped_for_another_layout():
     module = Scaled()
     counter = CompileCounter()
