@@ -319,20 +319,26 @@ def resolve_backend(backend, *, mode=None, options=None, dynamic=None):
 
 
 def _tracing_context(fake_mode):
-    """Torch backends look up the fake mode through the ambient TracingContext."""
+    """Torch backends look up the fake mode through the ambient TracingContext.
+
+    It is a new mode on the trace's ShapeEnv, as torch.compile gives its backends: the trace's
+    own mode remembers a fake per input, and the trace ran the program's in-place ops on those
+    (`b += w(x)` made b's fake require grad), so a backend that fakes the inputs again there
+    would see them as they were after the call instead of before it."""
     from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     if fake_mode is None or TracingContext.try_get() is not None:
         return contextlib.nullcontext()
-    return tracing(TracingContext(fake_mode))
+    return tracing(TracingContext(FakeTensorMode(shape_env=fake_mode.shape_env)))
 
 
 def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None):
     """Compile `gm` with `backend` (name or callable); returns the compiled callable.
 
     graph_name names the graph in errors (default: the graph module's class name).
-    fake_mode: the FakeTensorMode the graph's `meta["example_value"]`s live in, if any; it is
-    made the ambient TracingContext's fake mode so torch backends reuse its symbols.
+    fake_mode: the FakeTensorMode the graph's `meta["example_value"]`s live in, if any; a new
+    mode on its ShapeEnv is made the ambient TracingContext's, so torch backends reuse its symbols.
     Raises BackendCompilerFailed if the backend raises or returns something not callable.
     """
     compiler_fn = lookup_backend(backend)
