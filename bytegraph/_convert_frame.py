@@ -62,6 +62,7 @@ _INTERNAL_MODULES = (
     "_dynamic",
     "_extension",
     "_frame",
+    "_input_aliasing",
     "_lazy_dynamo",
     "_logging",
     "_readable_code",

@@ -26,7 +26,7 @@ import typing
 import torch
 import torch.fx
 
-from bytegraph import _logging, config
+from bytegraph import _input_aliasing, _logging, config
 from bytegraph.eval_frame import DISABLE_MARK, frame_hook
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
@@ -360,6 +360,7 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
     if not callable(compiled):
         error = TypeError(f"the backend returned {type(compiled).__name__}, which is not callable")
         raise BackendCompilerFailed(name, graph_name, error) from error
+    compiled = _input_aliasing.guarded(compiled, gm, example_inputs)
     return _checked_graph_call(compiled, expected_outputs, name, graph_name)
 
 
