@@ -65,6 +65,7 @@ _INTERNAL_MODULES = (
     "_extension",
     "_fake_cache",
     "_frame",
+    "_input_aliasing",
     "_lazy_dynamo",
     "_logging",
     "_readable_code",

@@ -26,7 +26,7 @@ import typing
 import torch
 import torch.fx
 
-from bytegraph import _logging, config
+from bytegraph import _input_aliasing, _logging, config
 from bytegraph.eval_frame import DISABLE_MARK, frame_hook
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
@@ -335,8 +335,8 @@ def is_torch_compiler(compiler_fn):
 @contextlib.contextmanager
 def _tracing_context(fake_mode, compiler_fn, example_inputs):
     """Torch backends look up the fake mode through the ambient TracingContext, as under
-    torch.compile. A dynamic trace hands them its own mode, whose symbols its graph's sizes
-    are. A static trace has none, and torch compilers then get a fresh mode with an empty
+    torch.compile. A dynamic trace hands them a mode on its own ShapeEnv, whose symbols its
+    graph's sizes are. A static trace has none, and torch compilers then get a fresh mode with an empty
     ShapeEnv: without a ShapeEnv inductor bypasses its FX graph cache and AOTAutograd its
     autograd cache, and DDPOptimizer cannot keep each piece's metadata. The graph's inputs
     (real tensors) are fakified in it with static sizes up front and kept alive through the
@@ -345,18 +345,24 @@ def _tracing_context(fake_mode, compiler_fn, example_inputs):
     Other backends get no context: making the first ShapeEnv of a process imports
     torch._dynamo, which a compile with `eager` never needs."""
     from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     if TracingContext.try_get() is not None or (fake_mode is None and not is_torch_compiler(compiler_fn)):
         yield
         return
     static_fakes = []
     if fake_mode is None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         fake_mode = FakeTensorMode(shape_env=ShapeEnv())
         static_fakes = [fake_mode.from_tensor(value, static_shapes=True)
                         for value in example_inputs if isinstance(value, torch.Tensor)]
+    else:
+        # A new mode on the trace's ShapeEnv, as torch.compile gives its backends: the trace's
+        # own mode remembers a fake per input, and the trace ran the program's in-place ops on
+        # those (`b += w(x)` made b's fake require grad), so a backend faking the inputs again
+        # there would see them as they were after the call instead of before it.
+        fake_mode = FakeTensorMode(shape_env=fake_mode.shape_env)
     with tracing(TracingContext(fake_mode)):
         yield
     del static_fakes
@@ -390,6 +396,7 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
     if not callable(compiled):
         error = TypeError(f"the backend returned {type(compiled).__name__}, which is not callable")
         raise BackendCompilerFailed(name, graph_name, error) from error
+    compiled = _input_aliasing.guarded(compiled, gm, example_inputs)
     return _checked_graph_call(compiled, expected_outputs, name, graph_name)
 
 

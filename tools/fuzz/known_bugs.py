@@ -36,6 +36,10 @@ KNOWN_BUGS = (
         "side_effects_before_a_graph_op_raising_at_run_time",
         "side_effects_before_a_graph_op_raising_at_run_time.py", ("wrong",),
         r"^both raised " + _RUN_TIME_ERROR + r".*; call\['(globals|args)'\]", r""),
+    KnownBug(  # the same, where eager then raised another IndexError of the program's own
+        "side_effects_before_a_graph_op_raising_at_run_time",
+        "side_effects_before_a_graph_op_raising_at_run_time.py", ("wrong",),
+        r"^both raised IndexError.*; call\['(globals|args)'\]", _RAISES_WHEN_RUN),
     KnownBug(
         "aot_eager_in_place_write_of_a_differentiable_value_into_an_input",
         "aot_eager_in_place_write_of_a_differentiable_value_into_an_input.py", ("internal",),

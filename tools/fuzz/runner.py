@@ -61,6 +61,13 @@ class Call:
 
 def run_program(source, backend_names=backends.DEFAULT, filename="<fuzz program>"):
     """Compares the eager run with one compiled run per backend; returns an Outcome."""
+    try:
+        return _compare_runs(source, backend_names, filename)
+    finally:
+        linecache.cache.pop(filename, None)  # a worker runs thousands of programs
+
+
+def _compare_runs(source, backend_names, filename):
     eager = _run(source, filename, None)
     outcome = Outcome("ok", calls=len(eager), eager_errors=sum(c.raised is not None for c in eager))
     for position, name in enumerate(backend_names):

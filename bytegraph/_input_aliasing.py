@@ -1,0 +1,64 @@
+"""Which tensor inputs of a compiled graph share storage: a backend that functionalizes
+(aot_eager, inductor) compiles an in-place write to one input for the aliasing it saw, and
+run with other aliasing the write lands in the wrong tensor (`f(a, a[0])` compiled, then
+`f(b, t)` zeroes part of b instead of t). Graphs that write to their inputs are checked on
+every call: when the pattern differs from the compile's, the captured graph runs as it is
+(its ops on the real tensors, as the eager backend does), which is right for any aliasing.
+"""
+
+import operator
+
+import torch
+
+# Python operators that write into their first operand.
+_IN_PLACE_OPERATORS = frozenset(
+    getattr(operator, name) for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow",
+                                         "iand", "ior", "ixor", "ilshift", "irshift", "imatmul", "setitem"))
+
+
+def writes_in_place(gm):
+    """Whether any op of the graph writes into a tensor (which may be, or view, an input)."""
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        if node.target in _IN_PLACE_OPERATORS:
+            return True
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+        if name.endswith("_") and not name.startswith("_"):
+            return True
+        if node.kwargs.get("out") is not None:
+            return True
+    return False
+
+
+def pattern(args):
+    """For each argument: the position of the first tensor argument sharing its storage
+    (itself if none), or -1 for what is not a tensor with storage."""
+    first = {}
+    found = []
+    for position, value in enumerate(args):
+        if not isinstance(value, torch.Tensor):
+            found.append(-1)
+            continue
+        try:
+            key = value.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):  # no storage (sparse, a subclass): alone
+            found.append(position)
+            continue
+        found.append(first.setdefault(key, position) if key else position)
+    return tuple(found)
+
+
+def guarded(compiled, gm, example_inputs):
+    """`compiled`, falling back to the graph's own forward when the inputs alias otherwise
+    than at compile time; `compiled` itself where the graph writes nothing in place."""
+    if not writes_in_place(gm):
+        return compiled
+    expected = pattern(example_inputs)
+
+    def run(*args):
+        if pattern(args) == expected:
+            return compiled(*args)
+        return gm(*args)
+
+    return run
