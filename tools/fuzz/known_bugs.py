@@ -6,6 +6,7 @@ summary counts those apart, and the CI slice fails only on the others."""
 import collections
 import dataclasses
 import re
+import sys
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,8 +17,11 @@ class KnownBug:
     detail: str  # regex over the outcome's detail
     source: str  # regex over the program's source: the construct involved
     backend: str = None  # only failures with this backend, if set
+    pythons: tuple = None  # only on these (major, minor) interpreters, if set
 
     def matches(self, source, outcome):
+        if self.pythons is not None and sys.version_info[:2] not in self.pythons:
+            return False
         return (outcome.verdict in self.verdicts and self.backend in (None, outcome.backend)
                 and re.search(self.detail, outcome.detail or "", re.S) is not None
                 and re.search(self.source, source) is not None)
@@ -57,6 +61,9 @@ KNOWN_BUGS = (
         "aot_eager_in_place_write_through_a_view_of_an_expanded_tensor",
         "aot_eager_in_place_write_through_a_view_of_an_expanded_tensor.py", ("internal",),
         r"BackendCompilerFailed.*more than one element of the written-to tensor", r"", backend="aot_eager"),
+    KnownBug(
+        "paired_local_instruction_past_slot_15", "paired_local_instruction_past_slot_15.py", ("internal",),
+        r"_FAST_\w*_FAST refers to a local past the 16th slot", r"", pythons=((3, 13),)),
 )
 
 
