@@ -319,26 +319,39 @@ def resolve_backend(backend, *, mode=None, options=None, dynamic=None):
 
 
 def _tracing_context(fake_mode):
-    """Torch backends look up the fake mode through the ambient TracingContext.
-
-    It is a new mode on the trace's ShapeEnv, as torch.compile gives its backends: the trace's
-    own mode remembers a fake per input, and the trace ran the program's in-place ops on those
-    (`b += w(x)` made b's fake require grad), so a backend that fakes the inputs again there
-    would see them as they were after the call instead of before it."""
+    """Torch backends look up the fake mode through the ambient TracingContext."""
     from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
     if fake_mode is None or TracingContext.try_get() is not None:
         return contextlib.nullcontext()
-    return tracing(TracingContext(FakeTensorMode(shape_env=fake_mode.shape_env)))
+    return tracing(TracingContext(fake_mode))
+
+
+def _refresh_input_fakes(fake_mode, example_inputs):
+    """The trace ran the program's in-place ops on the fakes its mode remembers for the inputs
+    (`b += w(x)` made b's fake require grad): a backend faking the inputs again in that mode
+    would see them as they were after the call. A fake whose requires_grad differs from its
+    input's is replaced by a fresh one with the same (symbolic) sizes and the input's flag.
+    (Only that flag: a fake written through a view keeps its memo entry, which the backend's
+    own view replay relies on.)"""
+    converter = fake_mode.fake_tensor_converter
+    for real in example_inputs:
+        if not isinstance(real, torch.Tensor) or isinstance(real, torch.nn.Parameter):
+            continue
+        fake = converter._get_memo(real)
+        if fake is None or fake.requires_grad == real.requires_grad:
+            continue
+        with fake_mode:
+            fresh = fake.detach()
+        converter.set_tensor_memo(real, fresh.requires_grad_(real.requires_grad))
 
 
 def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None):
     """Compile `gm` with `backend` (name or callable); returns the compiled callable.
 
     graph_name names the graph in errors (default: the graph module's class name).
-    fake_mode: the FakeTensorMode the graph's `meta["example_value"]`s live in, if any; a new
-    mode on its ShapeEnv is made the ambient TracingContext's, so torch backends reuse its symbols.
+    fake_mode: the FakeTensorMode the graph's `meta["example_value"]`s live in, if any; it is
+    made the ambient TracingContext's fake mode so torch backends reuse its symbols.
     Raises BackendCompilerFailed if the backend raises or returns something not callable.
     """
     compiler_fn = lookup_backend(backend)
@@ -352,6 +365,8 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
             gm.print_readable(print_output=False),
         )
     expected_outputs = _output_count(gm)  # before the backend, which may rewrite the graph
+    if fake_mode is not None:
+        _refresh_input_fakes(fake_mode, example_inputs)
     try:
         with _tracing_context(fake_mode), _logging.output_code_capture(graph_name, name):
             compiled = compiler_fn(gm, list(example_inputs))
