@@ -335,9 +335,9 @@ def is_torch_compiler(compiler_fn):
 @contextlib.contextmanager
 def _tracing_context(fake_mode, compiler_fn, example_inputs):
     """Torch backends look up the fake mode through the ambient TracingContext, as under
-    torch.compile. A dynamic trace hands them a mode on its own ShapeEnv, whose symbols its
-    graph's sizes are. A static trace has none, and torch compilers then get a fresh mode with an empty
-    ShapeEnv: without a ShapeEnv inductor bypasses its FX graph cache and AOTAutograd its
+    torch.compile. A dynamic trace hands them its own mode, whose symbols its graph's sizes
+    are (its input fakes refreshed first: _refresh_input_fakes). A static trace has none, and
+    torch compilers then get a fresh mode with an empty ShapeEnv: without a ShapeEnv inductor bypasses its FX graph cache and AOTAutograd its
     autograd cache, and DDPOptimizer cannot keep each piece's metadata. The graph's inputs
     (real tensors) are fakified in it with static sizes up front and kept alive through the
     compile (the mode remembers a tensor's fake only while the fake lives): the compilers'
@@ -345,27 +345,40 @@ def _tracing_context(fake_mode, compiler_fn, example_inputs):
     Other backends get no context: making the first ShapeEnv of a process imports
     torch._dynamo, which a compile with `eager` never needs."""
     from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
     if TracingContext.try_get() is not None or (fake_mode is None and not is_torch_compiler(compiler_fn)):
         yield
         return
     static_fakes = []
     if fake_mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         fake_mode = FakeTensorMode(shape_env=ShapeEnv())
         static_fakes = [fake_mode.from_tensor(value, static_shapes=True)
                         for value in example_inputs if isinstance(value, torch.Tensor)]
-    else:
-        # A new mode on the trace's ShapeEnv, as torch.compile gives its backends: the trace's
-        # own mode remembers a fake per input, and the trace ran the program's in-place ops on
-        # those (`b += w(x)` made b's fake require grad), so a backend faking the inputs again
-        # there would see them as they were after the call instead of before it.
-        fake_mode = FakeTensorMode(shape_env=fake_mode.shape_env)
     with tracing(TracingContext(fake_mode)):
         yield
     del static_fakes
+
+
+def _refresh_input_fakes(fake_mode, example_inputs):
+    """The trace ran the program's in-place ops on the fakes its mode remembers for the inputs
+    (`b += w(x)` made b's fake require grad): a backend faking the inputs again in that mode
+    would see them as they were after the call. A fake whose requires_grad differs from its
+    input's is replaced by a fresh one with the same (symbolic) sizes and the input's flag.
+    (Only that flag: a fake written through a view keeps its memo entry, which the backend's
+    own view replay relies on.)"""
+    converter = fake_mode.fake_tensor_converter
+    for real in example_inputs:
+        if not isinstance(real, torch.Tensor) or isinstance(real, torch.nn.Parameter):
+            continue
+        fake = converter._get_memo(real)
+        if fake is None or fake.requires_grad == real.requires_grad:
+            continue
+        with fake_mode:
+            fresh = fake.detach()
+        converter.set_tensor_memo(real, fresh.requires_grad_(real.requires_grad))
 
 
 def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None):
@@ -387,6 +400,8 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
             gm.print_readable(print_output=False),
         )
     expected_outputs = _output_count(gm)  # before the backend, which may rewrite the graph
+    if fake_mode is not None:
+        _refresh_input_fakes(fake_mode, example_inputs)
     try:
         example_inputs = list(example_inputs)
         with _tracing_context(fake_mode, compiler_fn, example_inputs), _logging.output_code_capture(graph_name, name):

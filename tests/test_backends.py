@@ -281,12 +281,11 @@ def test_register_backend_makes_a_name_usable():
         backends._OWN_BACKENDS.pop("test_recording_backend")
 
 
-def test_a_mode_on_the_traces_shape_env_is_made_the_ambient_tracing_context():
+def test_fake_mode_is_made_the_ambient_tracing_context():
     from torch._guards import TracingContext
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    fake_mode = FakeTensorMode()
     seen = []
 
     def backend(gm, example_inputs):
@@ -297,9 +296,27 @@ def test_a_mode_on_the_traces_shape_env_is_made_the_ambient_tracing_context():
     _, gm, inputs = mlp_case()
     backends.call_backend(backend, gm, inputs, "g", fake_mode=fake_mode)
     backends.call_backend(backend, gm, inputs, "g")
-    # A new mode (the trace's holds the fakes its in-place ops changed), the same symbols.
-    assert seen[0] is not fake_mode and seen[0].shape_env is fake_mode.shape_env
-    assert seen[1] is None
+    assert seen == [fake_mode, None]
+
+
+def test_the_backend_fakes_inputs_as_they_were_before_the_traces_in_place_ops():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = FakeTensorMode()
+    real, weight = torch.ones(2), torch.ones(2, requires_grad=True)
+    fake = fake_mode.from_tensor(real)
+    with fake_mode:
+        fake.add_(fake_mode.from_tensor(weight))  # what the trace did: the fake now requires grad
+    assert fake.requires_grad
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(fake_mode.from_tensor(example_inputs[0]))
+        return gm.forward
+
+    _, gm, _ = mlp_case()
+    backends.call_backend(backend, gm, [real], "g", fake_mode=fake_mode)
+    assert seen[0] is not fake and not seen[0].requires_grad and seen[0].shape == fake.shape
 
 
 def test_torch_compilers_get_a_static_shape_env_for_a_static_trace():
