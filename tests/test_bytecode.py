@@ -281,6 +281,22 @@ def test_new_globals_and_calls():
     assert _function(code, template)() == 4
 
 
+@pytest.mark.skipif("LOAD_FAST_LOAD_FAST" not in opcode.opmap, reason="paired local instructions are 3.13's")
+def test_paired_locals_moved_past_slot_15_are_split_in_two():
+    def swap(a, b):
+        a, b = b, a
+        return a - b
+
+    instructions = bytecode.decode(swap.__code__)
+    paired = [i for i in instructions if "_FAST_" in opcode.opname[i.opcode]]
+    assert paired, "3.13 compiles the swap to paired local instructions"
+    # The same locals laid out after 20 others, as a resume function with many locals does.
+    varnames = tuple(f"pad{k}" for k in range(20)) + swap.__code__.co_varnames
+    code = bytecode.assemble(instructions, like=swap.__code__, co_varnames=varnames, co_argcount=22)
+    assert not any("_FAST_" in i.opname for i in dis.get_instructions(code))
+    assert types.FunctionType(code, {})(*range(20), 3, 10) == 7
+
+
 def test_dangling_jump_target_is_rejected():
     instructions = bytecode.decode(_conditional.__code__)
     jump = next(i for i in instructions if i.opcode in opcode.hasjrel)

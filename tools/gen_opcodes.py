@@ -315,6 +315,16 @@ def _family_of(name):
     return 0
 
 
+def _pair_halves(name):
+    """A paired local instruction's two single-local instructions, from its name
+    (STORE_FAST_LOAD_FAST: STORE_FAST then LOAD_FAST); (-1, -1) for the others."""
+    at = name.find("_FAST_")
+    if at < 0 or not name.endswith("_FAST"):
+        raise SystemExit(f"gen_opcodes: cannot split the paired instruction {name}")
+    halves = (name[:at + len("_FAST")], name[at + len("_FAST_"):])
+    return tuple(sorted(_require_names(halves[:1])) + sorted(_require_names(halves[1:])))
+
+
 def _flipped(name):
     for a, b in (("FORWARD", "BACKWARD"), ("BACKWARD", "FORWARD")):
         if a in name:
@@ -371,6 +381,7 @@ def opcode_rows():
             "flipped": _flipped(name) if op in opcode.hasjrel else -1,
             "arg_shift": shift,
             "packed_locals": packed,
+            "halves": _pair_halves(name) if packed else (-1, -1),
             "family": _family_of(name) if known else 0,
             "effect": fit_stack_effect(op, False) if known else None,
             "effect_jump": fit_stack_effect(op, True) if known else None,
@@ -442,6 +453,7 @@ def render(rows):
     w("  std::int16_t flipped;  // the same jump in the other direction, or -1")
     w("  std::uint8_t arg_shift;  // names and comparisons: the table index is arg >> arg_shift")
     w("  bool packed_locals;      // two local indices: arg >> 4 and arg & 15")
+    w("  std::int16_t first_half, second_half;  // packed_locals: the same as two single-local instructions")
     w("  Family family;")
     w("  StackEffectForm effect;       // when execution falls through")
     w("  StackEffectForm effect_jump;  // when the jump is taken (== effect for non-jumps)")
@@ -454,6 +466,7 @@ def render(rows):
               "has_arg", "is_jump", "is_relative_jump", "is_backward_jump", "is_conditional_jump",
               "is_terminal", "has_const", "has_name", "has_local", "has_free", "has_compare"))
           + f", {row['flipped']}, {row['arg_shift']}, {_cpp_bool(row['packed_locals'])}, "
+          + f"{row['halves'][0]}, {row['halves'][1]}, "
           + f"Family::k{list(FAMILIES)[row['family'] - 1] if row['family'] else 'None'},")
         w(f"              {_effect_initializer(row['effect'])},")
         w(f"              {_effect_initializer(row['effect_jump'])}}},")

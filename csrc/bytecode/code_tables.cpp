@@ -123,18 +123,41 @@ int CodeTables::name_index(Table& table, const Instruction& instruction, int ind
 
 // 3.13's paired local instructions: two indices of at most 4 bits each.
 int CodeTables::packed_local_index(const Instruction& instruction) {
+  auto [first, second] = packed_local_indices(instruction);
+  return (first << 4) | second;
+}
+
+std::pair<int, int> CodeTables::packed_local_indices(const Instruction& instruction) {
   PyObject* names = instruction.argval.get();
   if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != 2) {
     throw PythonError::make(PyExc_TypeError, opname(instruction) + " needs a tuple of two names as argval");
   }
   int old_first = instruction.arg >= 0 ? instruction.arg >> 4 : -1;
   int old_second = instruction.arg >= 0 ? instruction.arg & 15 : -1;
-  int first = name_index(localsplus_, instruction, PyTuple_GET_ITEM(names, 0), old_first, false);
-  int second = name_index(localsplus_, instruction, PyTuple_GET_ITEM(names, 1), old_second, false);
-  if (first > 15 || second > 15) {
-    throw PythonError::make(PyExc_ValueError, opname(instruction) + " refers to a local past the 16th slot");
+  return {name_index(localsplus_, instruction, PyTuple_GET_ITEM(names, 0), old_first, false),
+          name_index(localsplus_, instruction, PyTuple_GET_ITEM(names, 1), old_second, false)};
+}
+
+// A pair whose locals moved past the 16th slot (a resume function lays out its locals anew)
+// no longer fits its argument: it becomes its two single-local halves, in the same order.
+// The second half shares the first's position and handler; jumps keep aiming at the first.
+void CodeTables::split_wide_pairs(InstructionList& instructions) {
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    Instruction& pair = *instructions[i];
+    const OpcodeInfo& info = opcode_info(pair.opcode);
+    if (!info.packed_locals || !pair.argval) continue;
+    auto [first, second] = packed_local_indices(pair);
+    if (first <= 15 && second <= 15) continue;
+    auto half = std::make_unique<Instruction>();
+    half->opcode = info.second_half;
+    half->argval = py::Ref<>::newref(PyTuple_GET_ITEM(pair.argval.get(), 1));
+    half->exception_entry = pair.exception_entry;
+    half->positions = pair.positions;
+    pair.opcode = info.first_half;
+    pair.argval = py::Ref<>::newref(PyTuple_GET_ITEM(pair.argval.get(), 0));
+    pair.arg = -1;
+    instructions.insert(instructions.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(half));
   }
-  return (first << 4) | second;
 }
 
 int CodeTables::name_index(Table& table, const Instruction& instruction, PyObject* name, int index, bool may_append) {
@@ -154,6 +177,7 @@ int CodeTables::name_index(Table& table, const Instruction& instruction, PyObjec
 void CodeTables::resolve_arguments(InstructionList& instructions) {
   add_missing_locals(instructions);
   build_localsplus();
+  split_wide_pairs(instructions);
   for (auto& owned : instructions) {
     Instruction& instruction = *owned;
     ArgumentKind kind = argument_kind(instruction.opcode);

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bytecode/instruction.h"
@@ -23,7 +24,8 @@ class CodeTables {
  public:
   CodeTables(py::Ref<> consts, py::Ref<> names, py::Ref<> varnames, py::Ref<> cellvars, py::Ref<> freevars);
 
-  // Sets every instruction's `arg` from its `argval` (see above); jumps are left alone.
+  // Sets every instruction's `arg` from its `argval` (see above); jumps are left alone. A
+  // paired local instruction whose locals no longer fit its argument is split in two.
   void resolve_arguments(InstructionList& instructions);
 
   // The final tuples (the originals when nothing was appended).
@@ -53,6 +55,8 @@ class CodeTables {
   int name_index(Table& table, const Instruction& instruction, int index, bool may_append);
   int name_index(Table& table, const Instruction& instruction, PyObject* name, int index, bool may_append);
   int packed_local_index(const Instruction& instruction);
+  std::pair<int, int> packed_local_indices(const Instruction& instruction);
+  void split_wide_pairs(InstructionList& instructions);
   void add_missing_locals(const InstructionList& instructions);
   void build_localsplus();
 

@@ -1,14 +1,11 @@
 """On 3.13, code generated for a frame with more than 16 locals (a resume function after a
 graph break, here) copies 3.13's paired local instructions (LOAD_FAST_LOAD_FAST,
 STORE_FAST_STORE_FAST), whose two local indices have 4 bits each: a local past slot 15 cannot
-be encoded and compiling fails with an internal error (seed 0, programs 23, 30, 33, 164).
-To fix: split such a pair into its two single instructions when assembling."""
+be encoded and compiling failed with an internal error (seed 0, programs 23, 30, 33, 164).
+Assembling now splits such a pair into its two single-local instructions."""
 
 FUZZ_BACKENDS = ('eager',)
 FUZZ_VERDICT = 'internal'
-FUZZ_KNOWN_BUG = ("3.13: generated code cannot encode a paired local instruction (LOAD_FAST_LOAD_FAST, "
-                  "STORE_FAST_STORE_FAST) for locals past slot 15")
-FUZZ_KNOWN_BUG_PYTHONS = ((3, 13),)  # the paired instructions are 3.13's
 
 import torch
 F = 4

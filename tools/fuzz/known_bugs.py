@@ -61,9 +61,6 @@ KNOWN_BUGS = (
         "aot_eager_in_place_write_through_a_view_of_an_expanded_tensor",
         "aot_eager_in_place_write_through_a_view_of_an_expanded_tensor.py", ("internal",),
         r"BackendCompilerFailed.*more than one element of the written-to tensor", r"", backend="aot_eager"),
-    KnownBug(
-        "paired_local_instruction_past_slot_15", "paired_local_instruction_past_slot_15.py", ("internal",),
-        r"_FAST_\w*_FAST refers to a local past the 16th slot", r"", pythons=((3, 13),)),
 )
 
 
