@@ -707,6 +707,32 @@ class PlanView:
         return isinstance(other, PlanView) and (other.kind, other.items) == (self.kind, self.items)
 
 
+def writes_outside(kind, target, args, kwargs, outside):
+    """Whether the op (run on these fakes) writes in place into one of the tensors `outside`
+    the graph (its inputs and module tensors) or into a view of one."""
+    from bytegraph import _input_aliasing
+
+    written = [args[0]] if args and _input_aliasing.is_in_place_target(target) else []
+    out = kwargs.get("out")
+    written.extend(out if isinstance(out, (tuple, list)) else [out] if out is not None else [])
+    written = [t for t in written if isinstance(t, torch.Tensor)]
+    if not written:
+        return False
+    storages = set()
+    for tensor in outside:
+        try:
+            storages.add(tensor.untyped_storage()._cdata)
+        except (RuntimeError, NotImplementedError):
+            pass
+    for tensor in written:
+        try:
+            if tensor.untyped_storage()._cdata in storages:
+                return True
+        except (RuntimeError, NotImplementedError):  # no storage: cannot tell
+            return True
+    return False
+
+
 def signature_of(function, of_method):
     """inspect.signature(function) computed at trace time, or None to trace inspect instead.
     `of_method`: the signature of `function` bound to an instance (its first parameter gone),

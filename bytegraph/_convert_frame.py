@@ -19,8 +19,8 @@ import sysconfig
 
 import torch
 
-from bytegraph import (_compile_metrics, _distributed, _dynamic, _logging, _readable_code, _stack_names,
-                       _structured_trace, backends, config, stance)
+from bytegraph import (_compile_metrics, _distributed, _dynamic, _graph_failure, _logging, _readable_code,
+                       _stack_names, _structured_trace, backends, config, stance)
 from bytegraph._shape_spec import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
@@ -205,7 +205,9 @@ class FrameConverter:
         with record.phase("guards"):
             _add_shape_guards(result, code)
         with record.phase("codegen"):
-            new_code = plan.generate(compiled)
+            on_failure = (_graph_failure.handler(code, graph_name)
+                          if compiled is not None and _graph_failure.can_run_again(gm) else None)
+            new_code = plan.generate(compiled, on_failure)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)
         if graph_name is not None:

@@ -16,17 +16,28 @@ _IN_PLACE_OPERATORS = frozenset(
                                          "iand", "ior", "ixor", "ilshift", "irshift", "imatmul", "setitem"))
 
 
+def is_in_place_target(target):
+    """Whether an op with this target (a function, or a method's name) writes into its first operand."""
+    try:
+        if target in _IN_PLACE_OPERATORS:
+            return True
+    except TypeError:  # not hashable
+        return False
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name.endswith("_") and not name.startswith("_")
+
+
+def is_in_place(node):
+    """Whether the op of `node` writes into its first operand."""
+    return node.op in ("call_function", "call_method") and is_in_place_target(node.target)
+
+
 def writes_in_place(gm):
     """Whether any op of the graph writes into a tensor (which may be, or view, an input)."""
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
-        if node.target in _IN_PLACE_OPERATORS:
-            return True
-        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        if name.endswith("_") and not name.startswith("_"):
-            return True
-        if node.kwargs.get("out") is not None:
+        if is_in_place(node) or node.kwargs.get("out") is not None:
             return True
     return False
 

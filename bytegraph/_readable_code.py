@@ -17,7 +17,7 @@ import signal
 import threading
 import weakref
 
-from bytegraph import bytecode
+from bytegraph import _graph_failure, bytecode
 
 # compiled graph callable -> the graph's name ("__compiled_fn_3")
 _constant_names = weakref.WeakKeyDictionary()
@@ -99,7 +99,8 @@ def _decompile_now(code):
         return None
     try:
         with _time_limit(DECOMPILE_SECONDS):
-            text = Decompiler(_with_resume_stubs(code)).decompile(overwite_fn_name=identifier(code.co_name))
+            shown, fallback = _without_eager_fallback(code)
+            text = Decompiler(_with_resume_stubs(shown)).decompile(overwite_fn_name=identifier(code.co_name))
     except (Exception, _TookTooLong):  # depyf does not handle this bytecode: show the disassembly
         return None
 
@@ -108,7 +109,39 @@ def _decompile_now(code):
         return name if name is not None else match.group(0)
 
     text = _CONSTANT_REFERENCE.sub(named, text)
+    if fallback:
+        text = _note_eager_fallback(text)
     return _call_resume_functions_by_name(text).rstrip()
+
+
+# Generated code catches an exception of its graph call and runs the original bytecode from
+# its start (bytegraph/_graph_failure.py): a handler and a copy of the original that no
+# decompiler reads as Python. The code is shown without them, and a comment says so.
+_GRAPH_CALL_LINE = re.compile(r"^(?P<indent>[ \t]*).*__compiled_fn_\d+\(.*$", re.MULTILINE)
+
+
+def _without_eager_fallback(code):
+    """(code, whether it had the fallback): `code` cut before the fallback's handler."""
+    if _graph_failure.FAILURE_LOCAL not in code.co_varnames:
+        return code, False
+    instructions = bytecode.decode(code)
+    handler = next((inst for inst in instructions
+                    if inst.opname == "STORE_FAST" and inst.argval == _graph_failure.FAILURE_LOCAL), None)
+    if handler is None:
+        return code, False
+    kept = instructions[:instructions.index(handler)]
+    for inst in kept:
+        if inst.exn_tab_entry is not None and inst.exn_tab_entry.target is handler:
+            inst.exn_tab_entry = None
+    return bytecode.assemble(kept, like=code), True
+
+
+def _note_eager_fallback(text):
+    def note(match):
+        return (match.group(0) + "\n" + match.group("indent")
+                + "# (if this raises, the original code runs uncompiled from its start instead)")
+
+    return _GRAPH_CALL_LINE.sub(note, text, count=1)
 
 
 def identifier(text):

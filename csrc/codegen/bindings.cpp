@@ -110,13 +110,16 @@ void bind_codegen(nb::module_& m) {
       .def_prop_ro("resume_codes", [](const codegen::FramePlan& plan) { return code_list(plan.resume_codes()); })
       .def(
           "generate",
-          [](const codegen::FramePlan& plan, nb::handle compiled_fn) {
-            py::Ref<> code = codegen::generate_frame_code(plan, compiled_fn.is_none() ? nullptr : compiled_fn.ptr());
+          [](const codegen::FramePlan& plan, nb::handle compiled_fn, nb::handle on_failure) {
+            py::Ref<> code = codegen::generate_frame_code(plan, compiled_fn.is_none() ? nullptr : compiled_fn.ptr(),
+                                                          on_failure.is_none() ? nullptr : on_failure.ptr());
             return nb::steal(code.release());
           },
-          nb::arg("compiled_fn").none(),
+          nb::arg("compiled_fn").none(), nb::arg("on_failure").none() = nb::none(),
           "The new code object: it calls compiled_fn (None when the graph has no operations) with the graph's "
-          "inputs and returns the frame's result, or continues in the resume functions after a break.");
+          "inputs and returns the frame's result, or continues in the resume functions after a break. When the "
+          "graph raises, on_failure (if not None) is called with the exception and, if it returns, the frame's "
+          "original code runs from its start instead.");
   sub.def(
       "plan_frame",
       [](nb::handle code, const trace::TraceResult& result) { return codegen::plan_frame(code_of(code), result); },

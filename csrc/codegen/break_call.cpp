@@ -132,7 +132,8 @@ bytecode::Instruction* emit_handler_continuation(CodeBuilder& builder, const Exc
 }  // namespace
 
 py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionList& instructions, const BreakSite& site,
-                              const BreakCall& call, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn) {
+                              const BreakCall& call, const std::vector<guards::SourcePtr>& inputs, PyObject* compiled_fn,
+                              const EagerFallback& fallback) {
   if (!site.not_splittable.empty()) throw InternalError("cannot split here: " + site.not_splittable);
   if (site.continuations.size() != call.resumes.size())
     throw InternalError("the breaking instruction has " + std::to_string(site.continuations.size()) +
@@ -143,7 +144,9 @@ py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionLis
   CodeBuilder builder;
   copy_prefix(builder, code);
   builder.set_positions(first_line_positions(code));
+  const std::size_t call_start = builder.instructions().size();
   if (compiled_fn) emit_graph_call(builder, inputs, compiled_fn, uses_graph_outputs(call), code);
+  const std::size_t call_end = builder.instructions().size();
   if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
   restore_state(builder, call, code);
 
@@ -206,6 +209,7 @@ py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionLis
     entry->start = builder.instructions()[first_protected].get();
     entry->end = builder.instructions()[end_protected - 1].get();
   }
+  append_eager_fallback(builder, call_start, call_end, fallback, code);
   bytecode::InstructionList generated = builder.take();
   return bytecode::assemble(generated, code);
 }

@@ -20,6 +20,7 @@
 
 #include "bytecode/instruction.h"
 #include "codegen/break_site.h"
+#include "codegen/eager_fallback.h"
 #include "codegen/output_plan.h"
 #include "codegen/side_effects.h"
 #include "guards/source.h"
@@ -58,8 +59,9 @@ struct BreakCall {
 
 // `instructions`: `code` decoded (the trace's copy); `site`: find_break_site's answer there.
 // `compiled_fn` (borrowed) is called with `inputs`; null when the graph has no operations.
+// `fallback`: what runs when the graph raises (codegen/eager_fallback.h).
 py::Ref<> generate_break_call(PyCodeObject* code /* borrowed */, const bytecode::InstructionList& instructions,
                               const BreakSite& site, const BreakCall& call, const std::vector<guards::SourcePtr>& inputs,
-                              PyObject* compiled_fn);
+                              PyObject* compiled_fn, const EagerFallback& fallback);
 
 }  // namespace bytegraph::codegen

@@ -29,9 +29,14 @@ FramePlan plan_frame(PyCodeObject* code, const trace::TraceResult& result) {
   return plan;
 }
 
-py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn) {
+py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn, PyObject* on_failure) {
   if (!plan.eager_reason.empty()) throw InternalError("generate_frame_code: this frame runs eagerly (" + plan.eager_reason + ")");
   auto* code = reinterpret_cast<PyCodeObject*>(plan.code.get());
+  EagerFallback fallback;
+  if (on_failure != nullptr && compiled_fn != nullptr) {
+    fallback.on_failure = py::Ref<>::newref(on_failure);
+    fallback.original = &plan.decoded->instructions;
+  }
   if (plan.result) {
     GraphCall call;
     call.inputs = plan.inputs;
@@ -39,10 +44,11 @@ py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn) {
     call.result = *plan.result;
     call.effects = plan.effects;
     call.new_objects = plan.new_objects;
+    call.fallback = std::move(fallback);
     return generate_graph_call(code, call);
   }
   return generate_break_call(code, plan.decoded->instructions, plan.split->site, plan.split->call, plan.inputs,
-                             compiled_fn);
+                             compiled_fn, fallback);
 }
 
 }  // namespace bytegraph::codegen

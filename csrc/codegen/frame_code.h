@@ -33,6 +33,9 @@ struct FramePlan {
 FramePlan plan_frame(PyCodeObject* code /* borrowed */, const trace::TraceResult& result);
 
 // `compiled_fn`: the backend's callable, or null when the graph has no operations.
-py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn /* borrowed, may be null */);
+// `on_failure`: when the graph raises, it is called with the exception, and the original code
+// runs from its start if it returns (codegen/eager_fallback.h); null: the exception propagates.
+py::Ref<> generate_frame_code(const FramePlan& plan, PyObject* compiled_fn /* borrowed, may be null */,
+                              PyObject* on_failure /* borrowed, may be null */);
 
 }  // namespace bytegraph::codegen

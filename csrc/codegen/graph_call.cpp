@@ -31,16 +31,19 @@ py::Ref<> generate_graph_call(PyCodeObject* original, const GraphCall& call) {
   CodeBuilder builder;
   copy_prefix(builder, original);
   builder.set_positions(first_line_positions(original));
+  const std::size_t call_start = builder.instructions().size();
   if (call.compiled_fn) {
     const bool keep =
         call.result.uses_graph_outputs() || uses_graph_outputs(call.effects) || uses_graph_outputs(call.new_objects);
     emit_graph_call(builder, call.inputs, call.compiled_fn.get(), keep, original);
   }
+  const std::size_t call_end = builder.instructions().size();
   emit_new_objects(builder, call.new_objects, original);
   emit_side_effect_operands(builder, call.effects, original);
   emit_plan(builder, call.result, original);
   emit_side_effect_writes(builder, call.effects);
   builder.return_value();
+  append_eager_fallback(builder, call_start, call_end, call.fallback, original);
   bytecode::InstructionList instructions = builder.take();
   return bytecode::assemble(instructions, original);
 }

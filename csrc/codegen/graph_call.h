@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "codegen/eager_fallback.h"
 #include "codegen/output_plan.h"
 #include "codegen/side_effects.h"
 #include "guards/source.h"
@@ -24,6 +25,7 @@ struct GraphCall {
   OutputPlan result;
   std::vector<SideEffectPlan> effects;  // written back after the result is evaluated
   std::vector<OutputPlan> new_objects;  // made first (codegen/new_objects.h)
+  EagerFallback fallback;               // when the graph raises (codegen/eager_fallback.h)
 };
 
 // Emits `compiled_fn(*inputs)` with each input re-read from its source; the output tuple

@@ -37,6 +37,10 @@ constexpr std::array kBreakKinds = {
                                 "the tests); unset it"},
     BreakKind{"generator", "generators are run eagerly and consumed whole; iterate a list instead, or keep the "
                            "generator (or coroutine) out of the compiled function"},
+    BreakKind{"in_place_write_in_try", "an in-place write into an input (or a module's tensor) inside try/except "
+                                       "or try/finally runs on its own, so that an error after it is handled as "
+                                       "Python does without writing twice; move the write out of the try block "
+                                       "to capture it in one graph"},
     BreakKind{"index_error", "the indexing raises IndexError; it runs eagerly so the error is raised as Python "
                              "raises it"},
     BreakKind{"key_error", "the lookup raises KeyError; it runs eagerly so the error is raised as Python raises "

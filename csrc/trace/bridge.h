@@ -31,6 +31,7 @@ struct Bridge {
   py::Ref<> inspect_signature;  // inspect.signature: folded on known functions
   py::Ref<> signature_of;       // _bridge.signature_of
   py::Ref<> autograd_apply_target;  // _bridge.autograd_apply_target
+  py::Ref<> writes_outside;         // _bridge.writes_outside
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();

@@ -1,5 +1,6 @@
 // Recording operations: run on fakes, append the node, wrap the result (folding results
 // computed from metadata alone, splitting multiple outputs with getitem nodes).
+#include "bytecode/handler_kinds.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
 
@@ -35,9 +36,36 @@ py::Ref<> run_on_fakes(PyObject* run_op, const char* kind, PyObject* target, PyO
 
 }  // namespace
 
+// An op that writes into a tensor from outside the graph, where an except clause or a finally
+// block would see an error raised after it, runs on its own at a break. Generated code runs
+// the frame's original code when a graph fails at run time (codegen/eager_fallback.h), which
+// repeats what the graph did before failing: harmless for its own tensors, not for a write
+// into an input. Splitting here leaves that write out of every graph such a handler covers.
+void Tracer::break_at_protected_write(graph::Op op, PyObject* target, PyObject* fake_args, PyObject* fake_kwargs) {
+  bool handled = false;
+  for (const FrameState* frame : frames) {
+    if (frame->current != nullptr && frame->current->exception_entry &&
+        bytecode::handled_in_frame(frame->code->instructions, frame->code->index, *frame->current)) {
+      handled = true;
+      break;
+    }
+  }
+  if (!handled) return;
+  py::Ref<> outside = check(PyList_New(0));
+  for (const Input& input : inputs) check_status(PyList_Append(outside.get(), fake_of(input.node)));
+  for (const ModuleTensor& tensor : module_tensors) check_status(PyList_Append(outside.get(), fake_of(tensor.node)));
+  py::Ref<> kind = check(PyUnicode_FromString(graph::op_name(op)));
+  py::Ref<> writes = check(PyObject_CallFunctionObjArgs(bridge.writes_outside.get(), kind.get(), target, fake_args,
+                                                        fake_kwargs, outside.get(), nullptr));
+  if (PyObject_IsTrue(writes.get()) != 1) return;
+  std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target) : py_repr(target);
+  unsupported("in_place_write_in_try", what + " writes into a tensor from outside the graph inside a try block");
+}
+
 ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs) {
   py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
+  break_at_protected_write(op, target.get(), fake_args.get(), fake_kwargs.get());
   std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());
   py::Ref<> result = run_on_fakes(run_op_.get(), graph::op_name(op), target.get(), fake_args.get(),
                                   fake_kwargs.get(), bridge, what);

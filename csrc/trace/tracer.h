@@ -163,6 +163,7 @@ class Tracer {
  private:
   ValuePtr wrap_tensor(PyObject* real, const guards::SourcePtr& source);
   ValuePtr wrap_result(int node, PyObject* result);
+  void break_at_protected_write(graph::Op op, PyObject* target, PyObject* fake_args, PyObject* fake_kwargs);
   ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;

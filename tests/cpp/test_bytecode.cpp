@@ -2,11 +2,14 @@
 // fixed point, jump flipping, stack depth, and decode/assemble on compiled code.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <unordered_map>
 
 #include "bytecode/assemble.h"
 #include "bytecode/decode.h"
 #include "bytecode/exception_table.h"
+#include "bytecode/handler_kinds.h"
 #include "bytecode/layout.h"
 #include "bytecode/location_table.h"
 #include "bytecode/opcodes.h"
@@ -306,4 +309,51 @@ TEST(Opcodes, GeneratedStackEffectsMatchDis) {
     EXPECT_EQ(bc::stack_effect(c.opcode, c.arg, c.jump).value(), PyLong_AsLong(expected.get()))
         << bc::opcode_info(c.opcode).name;
   }
+}
+
+// Each call to w() is marked by its argument: whether an exception there reaches an except
+// clause or a finally block of the function, and not just a with block's exit or a cleanup.
+TEST(HandlerKinds, ExceptAndFinallyHandleWithExitsAndCleanupsPassOn) {
+  const char* source =
+      "def f(w, cm, xs):\n"
+      "    w(0)\n"
+      "    with cm:\n"
+      "        w(1)\n"
+      "    try:\n"
+      "        w(2)\n"
+      "        with cm:\n"
+      "            w(3)\n"
+      "    except ValueError:\n"
+      "        pass\n"
+      "    try:\n"
+      "        w(4)\n"
+      "    finally:\n"
+      "        w(5)\n"
+      "    try:\n"
+      "        w(6)\n"
+      "    finally:\n"
+      "        pass\n"
+      "    return [w(7) for x in xs]\n";
+  Ref<> code = compiled_function_code(source, "f");
+  bc::DecodedCode decoded = bc::decode(reinterpret_cast<PyCodeObject*>(code.get()));
+  std::unordered_map<const bc::Instruction*, std::size_t> index;
+  for (std::size_t i = 0; i < decoded.instructions.size(); ++i) index[decoded.instructions[i].get()] = i;
+  std::map<long, bool> handled;
+  const bc::Instruction* marker = nullptr;
+  for (const auto& instruction : decoded.instructions) {
+    if (instruction->opcode == bc::op::LOAD_CONST && instruction->argval && PyLong_Check(instruction->argval.get()))
+      marker = instruction.get();
+    if (instruction->opcode == bc::op::CALL && marker != nullptr) {
+      handled[PyLong_AsLong(marker->argval.get())] = bc::handled_in_frame(decoded.instructions, index, *instruction);
+      marker = nullptr;
+    }
+  }
+  // The comprehension is inlined from 3.12 on, its variable restored by a cleanup handler.
+  if (auto inlined = handled.find(7); inlined != handled.end()) {
+    EXPECT_FALSE(inlined->second);
+    handled.erase(inlined);
+  }
+  const std::map<long, bool> expected = {{0, false}, {1, false}, {2, true}, {3, true},
+                                         {4, true},  {5, false}, {6, false}};
+  EXPECT_EQ(handled, expected);
 }

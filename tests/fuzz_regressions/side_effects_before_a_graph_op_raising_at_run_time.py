@@ -1,11 +1,10 @@
-"""Side effects traced before a graph op that raises when it runs are lost: generated code
-replays them after the graph returns, and it never returns (seed 0, program 248; seed 1,
-program 3)."""
+"""Side effects traced before a graph op that raises when it runs were lost: generated code
+replays them after the graph returns, and it never returned (seed 0, program 248; seed 1,
+program 3). Generated code now runs the original code when its graph raises, side effects
+and all (bytegraph/_graph_failure.py)."""
 
 FUZZ_BACKENDS = ("eager",)
 FUZZ_VERDICT = "wrong"
-FUZZ_KNOWN_BUG = ("an exception raised by a graph op at run time drops the side effects (global and object "
-                  "writes) the program made before the op")
 
 import torch
 

@@ -27,23 +27,7 @@ class KnownBug:
                 and re.search(self.source, source) is not None)
 
 
-# A graph op that fails only when it runs (the tracer's fake tensors cannot tell): an index out
-# of range, a singular matrix, an in-place write whose operand overlaps the written tensor.
-_RUN_TIME_ERROR = r"(IndexError|_LinAlgError|RuntimeError): (index \d+ is out of bounds|linalg|unsupported operation)"
-_RAISES_WHEN_RUN = r"torch\.tensor\(\[F \* 10\]\)|torch\.linalg\.inv"
-
 KNOWN_BUGS = (
-    KnownBug(
-        "graph_op_raising_at_run_time_inside_try", "graph_op_raising_at_run_time_inside_try.py", ("wrong",),
-        r"^eager raised \w+, compiled raised " + _RUN_TIME_ERROR + r"|^printed output differs", _RAISES_WHEN_RUN),
-    KnownBug(
-        "side_effects_before_a_graph_op_raising_at_run_time",
-        "side_effects_before_a_graph_op_raising_at_run_time.py", ("wrong",),
-        r"^both raised " + _RUN_TIME_ERROR + r".*; call\['(globals|args)'\]", r""),
-    KnownBug(  # the same, where eager then raised another IndexError of the program's own
-        "side_effects_before_a_graph_op_raising_at_run_time",
-        "side_effects_before_a_graph_op_raising_at_run_time.py", ("wrong",),
-        r"^both raised IndexError.*; call\['(globals|args)'\]", _RAISES_WHEN_RUN),
     KnownBug(
         "aot_eager_in_place_write_of_a_differentiable_value_into_an_input",
         "aot_eager_in_place_write_of_a_differentiable_value_into_an_input.py", ("internal",),

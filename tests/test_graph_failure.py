@@ -1,0 +1,241 @@
+"""A graph op that fails only when it runs (fake tensors cannot see an index out of range or
+a singular matrix): generated code runs the frame's original code instead, so the error is
+raised (or caught) where the program has the op, after the side effects before it. Graphs
+whose partial run would leave a trace (in-place writes into inputs, random numbers) keep the
+error as it comes from the graph."""
+
+import logging
+import traceback
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph import _frame, _graph_failure
+from bytegraph.testing import CompileCounter, same
+
+LOG = []
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    bytegraph.reset()
+    LOG.clear()
+    yield
+    bytegraph.reset()
+
+
+def compiled_with_counter(fn):
+    counter = CompileCounter()
+    return bytegraph.compile(fn, backend=counter), counter
+
+
+def generated_codes(fn):
+    return [entry["code"] for entry in _frame.cache_entries(fn.__code__)]
+
+
+def has_fallback(code):
+    return _graph_failure.FAILURE_LOCAL in code.co_varnames
+
+
+OUT_OF_RANGE = torch.tensor([30])
+
+
+def test_an_index_out_of_range_inside_try_is_caught_by_the_programs_handler():
+    def f(a):
+        b = a * 2
+        try:
+            b = b[OUT_OF_RANGE] + 1
+        except IndexError:
+            LOG.append("caught")
+        return b + 1
+
+    x = torch.randn(3, 4)
+    expected = f(x)
+    assert LOG == ["caught"]
+    LOG.clear()
+    cf, counter = compiled_with_counter(f)
+    for _ in range(2):
+        assert same(cf(x), expected)
+    assert LOG == ["caught", "caught"]
+    assert counter.frame_count == 1 and counter.op_count >= 3  # the try block was captured
+    [code] = generated_codes(f)
+    assert has_fallback(code)
+    big = torch.randn(40, 4)  # in range: the compiled graph's result
+    assert same(cf(big), f(big))
+    assert LOG == ["caught", "caught"]
+
+
+def test_side_effects_before_the_failing_op_happen_once_and_the_error_points_at_its_line():
+    def f(a):
+        LOG.append(len(LOG))
+        b = a * 2
+        return b[OUT_OF_RANGE] + 1  # fails
+
+    cf, counter = compiled_with_counter(f)
+    with pytest.raises(IndexError, match="out of bounds") as raised:
+        cf(torch.randn(3, 4))
+    assert LOG == [0]
+    assert counter.frame_count == 1
+    innermost = traceback.extract_tb(raised.value.__traceback__)[-1]
+    assert innermost.name == "f" and "# fails" in innermost.line
+
+
+def test_a_singular_matrix_inside_try_after_a_graph_break():
+    def f(a):
+        b = a @ a.T
+        print("between graphs")  # a graph break: the second graph is a resume function's
+        try:
+            c = torch.linalg.inv(b)
+        except torch.linalg.LinAlgError:
+            LOG.append("singular")
+            c = b
+        return c.sum()
+
+    singular = torch.ones(2, 2)
+    expected = f(singular)
+    LOG.clear()
+    cf, counter = compiled_with_counter(f)
+    assert same(cf(singular), expected)
+    assert LOG == ["singular"]
+    assert counter.frame_count == 2
+
+
+def test_the_failure_is_logged_once_with_the_users_file_and_line(caplog):
+    def f(a):
+        try:
+            return a[OUT_OF_RANGE] * 2
+        except IndexError:
+            return a * 0
+
+    cf = bytegraph.compile(f, backend="eager")
+    with caplog.at_level(logging.INFO, logger="bytegraph"):
+        for _ in range(3):
+            assert same(cf(torch.ones(2)), torch.zeros(2))
+    messages = [r.getMessage() for r in caplog.records if "runs uncompiled" in r.getMessage()]
+    assert len(messages) == 1
+    assert f"{__file__}:{f.__code__.co_firstlineno}" in messages[0] and "IndexError" in messages[0]
+
+
+def test_a_graph_writing_into_its_input_keeps_its_own_error():
+    def f(a):
+        a.mul_(2)  # ran once by the graph before the failing op: running again would double it
+        try:
+            return a[OUT_OF_RANGE]
+        except IndexError:
+            return a
+
+    x = torch.ones(2)
+    cf = bytegraph.compile(f, backend="eager")
+    with pytest.raises(IndexError):
+        cf(x)
+    assert same(x, torch.full((2,), 2.0))  # written once
+    [code] = generated_codes(f)
+    assert not has_fallback(code)
+
+
+def test_writes_into_tensors_the_graph_made_do_not_stop_the_fallback():
+    def f(a):
+        b = a + 1
+        b.mul_(2)
+        try:
+            return b[OUT_OF_RANGE]
+        except IndexError:
+            return b
+
+    cf = bytegraph.compile(f, backend="eager")
+    assert same(cf(torch.ones(2)), torch.full((2,), 4.0))
+    [code] = generated_codes(f)
+    assert has_fallback(code)
+
+
+def test_a_graph_drawing_random_numbers_keeps_its_own_error():
+    def f(a):
+        noise = torch.rand(2)
+        try:
+            return a[OUT_OF_RANGE] + noise
+        except IndexError:
+            return noise
+
+    cf = bytegraph.compile(f, backend="eager")
+    with pytest.raises(IndexError):
+        cf(torch.ones(2))
+    [code] = generated_codes(f)
+    assert not has_fallback(code)
+
+
+def test_an_interrupt_from_the_graph_is_not_run_again():
+    calls = []
+
+    def interrupted(gm, example_inputs):
+        def run(*args):
+            calls.append(1)
+            raise KeyboardInterrupt
+
+        return run
+
+    def f(a):
+        LOG.append("ran")
+        return a + 1
+
+    cf = bytegraph.compile(f, backend=interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cf(torch.ones(2))
+    assert calls == [1] and LOG == []
+
+
+def test_generated_code_is_shown_without_the_fallback_and_says_so():
+    from bytegraph import _readable_code
+
+    def f(a):
+        return (a * 2).sum()
+
+    bytegraph.compile(f, backend="eager")(torch.ones(2))
+    [code] = generated_codes(f)
+    assert has_fallback(code)
+    text, is_source = _readable_code.python_source(code)
+    if is_source:
+        assert "original code runs uncompiled" in text
+        assert _graph_failure.FAILURE_LOCAL not in text
+
+
+def test_an_in_place_write_into_an_input_inside_try_runs_on_its_own():
+    def f(a, b):
+        c = a * 2
+        try:
+            b.add_(1)  # written once, then the next op fails: the handler sees b written once
+            c = c + b[OUT_OF_RANGE]
+        except IndexError:
+            LOG.append("caught")
+        return c + b
+
+    def inputs():
+        return torch.ones(3), torch.zeros(3)
+
+    a, b = inputs()
+    expected = f(a, b)
+    LOG.clear()
+    cf, counter = compiled_with_counter(f)
+    a2, b2 = inputs()
+    assert same(cf(a2, b2), expected)
+    assert same(b2, b) and LOG == ["caught"]
+    assert counter.frame_count == 2  # split at the write: the graphs around it can run again
+    explained = bytegraph.explain(f)(*inputs())
+    assert [r.kind for r in explained.break_reasons] == ["in_place_write_in_try"]
+
+
+def test_in_place_writes_under_no_grad_or_into_own_tensors_stay_in_one_graph():
+    def f(a, b):
+        with torch.no_grad():
+            b.mul_(2)  # a with block's exit is not a handler of the program
+        try:
+            c = a + 1
+            c.add_(b)  # the graph's own tensor
+        except IndexError:
+            c = a
+        return c
+
+    cf, counter = compiled_with_counter(f)
+    b = torch.ones(2)
+    assert same(cf(torch.ones(2), b), torch.full((2,), 4.0))
+    assert counter.frame_count == 1
