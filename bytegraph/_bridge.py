@@ -707,30 +707,47 @@ class PlanView:
         return isinstance(other, PlanView) and (other.kind, other.items) == (self.kind, self.items)
 
 
-def writes_outside(kind, target, args, kwargs, outside):
-    """Whether the op (run on these fakes) writes in place into one of the tensors `outside`
-    the graph (its inputs and module tensors) or into a view of one."""
+def written_tensors(target, args, kwargs):
+    """The tensors an op writes into (its first operand if it works in place, its `out=`), or
+    None: asked of every recorded op, so the common answer is quick."""
     from bytegraph import _input_aliasing
 
-    written = [args[0]] if args and _input_aliasing.is_in_place_target(target) else []
-    out = kwargs.get("out")
-    written.extend(out if isinstance(out, (tuple, list)) else [out] if out is not None else [])
-    written = [t for t in written if isinstance(t, torch.Tensor)]
-    if not written:
-        return False
-    storages = set()
-    for tensor in outside:
-        try:
-            storages.add(tensor.untyped_storage()._cdata)
-        except (RuntimeError, NotImplementedError):
-            pass
-    for tensor in written:
-        try:
-            if tensor.untyped_storage()._cdata in storages:
-                return True
-        except (RuntimeError, NotImplementedError):  # no storage: cannot tell
-            return True
-    return False
+    out = kwargs.get("out") if kwargs else None
+    in_place = bool(args) and _input_aliasing.is_in_place_target(target)
+    if out is None and not in_place:
+        return None
+    written = [args[0]] if in_place else []
+    if out is not None:
+        written.extend(out if isinstance(out, (tuple, list)) else [out])
+    return [t for t in written if isinstance(t, torch.Tensor)] or None
+
+
+def tensor_read_error(tensor):
+    """Why reading `tensor`'s autograd metadata raises (the text of the error), or None. Such
+    a tensor (a view of a multi-output op that was written in place) raises wherever the
+    program touches it."""
+    try:
+        tensor.is_leaf
+        tensor.grad_fn
+    except RuntimeError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _storage_key(tensor):
+    try:
+        return tensor.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):  # no storage (a subclass)
+        return None
+
+
+def aliases_any(written, added, storages):
+    """Whether a tensor in `written` shares storage with one of `storages` (the graph's
+    outside tensors so far), after adding the storages of the fakes `added` to it. A tensor
+    without storage counts as aliasing: it cannot be told apart."""
+    for tensor in added:
+        storages.add(_storage_key(tensor))
+    return any(_storage_key(t) is None or _storage_key(t) in storages for t in written)
 
 
 def signature_of(function, of_method):

@@ -120,10 +120,7 @@ def test_the_failure_is_logged_once_with_the_users_file_and_line(caplog):
 def test_a_graph_writing_into_its_input_keeps_its_own_error():
     def f(a):
         a.mul_(2)  # ran once by the graph before the failing op: running again would double it
-        try:
-            return a[OUT_OF_RANGE]
-        except IndexError:
-            return a
+        return a[OUT_OF_RANGE]
 
     x = torch.ones(2)
     cf = bytegraph.compile(f, backend="eager")
@@ -132,6 +129,25 @@ def test_a_graph_writing_into_its_input_keeps_its_own_error():
     assert same(x, torch.full((2,), 2.0))  # written once
     [code] = generated_codes(f)
     assert not has_fallback(code)
+
+
+def test_a_write_into_an_input_before_a_try_block_is_kept_out_of_the_blocks_graph():
+    def f(a):
+        a.mul_(2)
+        try:
+            return a[OUT_OF_RANGE]
+        except IndexError:
+            LOG.append("caught")
+            return a
+
+    x = torch.ones(2)
+    cf, counter = compiled_with_counter(f)
+    assert same(cf(x), torch.full((2,), 2.0))
+    assert same(x, torch.full((2,), 2.0)) and LOG == ["caught"]
+    # The write's graph ends at the try block; the failing op runs at the break.
+    assert counter.frame_count == 1 and counter.op_count == 1
+    explained = bytegraph.explain(f)(torch.ones(2))
+    assert explained.break_reasons[0].kind == "in_place_write_in_try"
 
 
 def test_writes_into_tensors_the_graph_made_do_not_stop_the_fallback():
@@ -199,7 +215,7 @@ def test_generated_code_is_shown_without_the_fallback_and_says_so():
         assert _graph_failure.FAILURE_LOCAL not in text
 
 
-def test_an_in_place_write_into_an_input_inside_try_runs_on_its_own():
+def test_an_in_place_write_into_an_input_inside_try_is_kept_out_of_the_graphs_around_it():
     def f(a, b):
         c = a * 2
         try:
@@ -238,4 +254,22 @@ def test_in_place_writes_under_no_grad_or_into_own_tensors_stay_in_one_graph():
     cf, counter = compiled_with_counter(f)
     b = torch.ones(2)
     assert same(cf(torch.ones(2), b), torch.full((2,), 4.0))
+    assert counter.frame_count == 1
+
+
+def test_an_input_whose_autograd_metadata_raises_when_read_runs_eagerly():
+    def f(a, b):
+        return b * 2 + a.sum()  # reading a raises, as it does eagerly
+
+    base = torch.randn(2, 3, requires_grad=True).clone()
+    with torch.no_grad():
+        view = base.split(1)[0]  # a view of a multi-output op, made without grad...
+    base.mul_(2)  # ...whose base is then written with grad: reading the view raises
+    with pytest.raises(RuntimeError, match="view"):
+        f(view, torch.ones(2))
+    cf, counter = compiled_with_counter(f)
+    assert same(cf(torch.ones(1, 3), torch.ones(2)), torch.full((2,), 5.0))
+    with pytest.raises(RuntimeError, match="view"):
+        cf(view, torch.ones(2))
+    assert same(cf(torch.ones(1, 3), torch.ones(2)), torch.full((2,), 5.0))
     assert counter.frame_count == 1

@@ -31,7 +31,9 @@ const Bridge& Bridge::get() {
     b->describe_fake = attr(module.get(), "describe_fake");
     b->signature_of = attr(module.get(), "signature_of");
     b->autograd_apply_target = attr(module.get(), "autograd_apply_target");
-    b->writes_outside = attr(module.get(), "writes_outside");
+    b->written_tensors = attr(module.get(), "written_tensors");
+    b->aliases_any = attr(module.get(), "aliases_any");
+    b->tensor_read_error = attr(module.get(), "tensor_read_error");
     py::Ref<> inspect = check(PyImport_ImportModule("inspect"));
     b->inspect_signature = attr(inspect.get(), "signature");
     py::Ref<> torch = check(PyImport_ImportModule("torch"));

@@ -31,7 +31,9 @@ struct Bridge {
   py::Ref<> inspect_signature;  // inspect.signature: folded on known functions
   py::Ref<> signature_of;       // _bridge.signature_of
   py::Ref<> autograd_apply_target;  // _bridge.autograd_apply_target
-  py::Ref<> writes_outside;         // _bridge.writes_outside
+  py::Ref<> written_tensors;        // _bridge.written_tensors
+  py::Ref<> aliases_any;            // _bridge.aliases_any
+  py::Ref<> tensor_read_error;      // _bridge.tensor_read_error
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();

@@ -36,36 +36,57 @@ py::Ref<> run_on_fakes(PyObject* run_op, const char* kind, PyObject* target, PyO
 
 }  // namespace
 
-// An op that writes into a tensor from outside the graph, where an except clause or a finally
-// block would see an error raised after it, runs on its own at a break. Generated code runs
-// the frame's original code when a graph fails at run time (codegen/eager_fallback.h), which
-// repeats what the graph did before failing: harmless for its own tensors, not for a write
-// into an input. Splitting here leaves that write out of every graph such a handler covers.
-void Tracer::break_at_protected_write(graph::Op op, PyObject* target, PyObject* fake_args, PyObject* fake_kwargs) {
-  bool handled = false;
+// Generated code runs the frame's original code when a graph fails at run time
+// (codegen/eager_fallback.h), which repeats what the graph did before it failed: harmless for
+// the graph's own tensors, not for a write into an input or a module's tensor. Such a graph
+// gets no fallback, so a failure in it would skip the except or finally blocks that eagerly
+// see it. A graph therefore never holds both a write into a tensor from outside it and an op
+// such a block covers: the trace breaks at whichever comes second.
+bool Tracer::in_handled_region() const {
   for (const FrameState* frame : frames) {
     if (frame->current != nullptr && frame->current->exception_entry &&
-        bytecode::handled_in_frame(frame->code->instructions, frame->code->index, *frame->current)) {
-      handled = true;
-      break;
-    }
+        bytecode::handled_in_frame(frame->code->instructions, frame->code->index, *frame->current))
+      return true;
   }
-  if (!handled) return;
-  py::Ref<> outside = check(PyList_New(0));
-  for (const Input& input : inputs) check_status(PyList_Append(outside.get(), fake_of(input.node)));
-  for (const ModuleTensor& tensor : module_tensors) check_status(PyList_Append(outside.get(), fake_of(tensor.node)));
-  py::Ref<> kind = check(PyUnicode_FromString(graph::op_name(op)));
-  py::Ref<> writes = check(PyObject_CallFunctionObjArgs(bridge.writes_outside.get(), kind.get(), target, fake_args,
-                                                        fake_kwargs, outside.get(), nullptr));
-  if (PyObject_IsTrue(writes.get()) != 1) return;
-  std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target) : py_repr(target);
-  unsupported("in_place_write_in_try", what + " writes into a tensor from outside the graph inside a try block");
+  return false;
+}
+
+bool Tracer::writes_outside(PyObject* target, PyObject* fake_args, PyObject* fake_kwargs) {
+  py::Ref<> written = check(PyObject_CallFunctionObjArgs(bridge.written_tensors.get(), target, fake_args,
+                                                         fake_kwargs, nullptr));
+  if (written.get() == Py_None) return false;
+  // Storages of the inputs and module tensors added since the last write (rollbacks may
+  // leave some that no longer are: a spare break, never a missed one).
+  if (!outside_storages_) outside_storages_ = check(PySet_New(nullptr));
+  py::Ref<> added = check(PyList_New(0));
+  for (; outside_inputs_seen_ < inputs.size(); ++outside_inputs_seen_)
+    check_status(PyList_Append(added.get(), fake_of(inputs[outside_inputs_seen_].node)));
+  for (; outside_module_tensors_seen_ < module_tensors.size(); ++outside_module_tensors_seen_)
+    check_status(PyList_Append(added.get(), fake_of(module_tensors[outside_module_tensors_seen_].node)));
+  py::Ref<> aliases = check(PyObject_CallFunctionObjArgs(bridge.aliases_any.get(), written.get(), added.get(),
+                                                         outside_storages_.get(), nullptr));
+  return PyObject_IsTrue(aliases.get()) == 1;
+}
+
+void Tracer::keep_outside_writes_apart_from_handlers(graph::Op op, PyObject* target, PyObject* fake_args,
+                                                     PyObject* fake_kwargs) {
+  const bool handled = in_handled_region();
+  const bool writes = writes_outside(target, fake_args, fake_kwargs);
+  auto what = [&] { return op == graph::Op::CallMethod ? "Tensor." + py_str(target) : py_repr(target); };
+  if (writes && (handled || graph_has_handled_op_))
+    unsupported("in_place_write_in_try", what() + " writes into a tensor from outside the graph, where an except or "
+                                                  "finally block sees the graph's errors");
+  if (handled && graph_writes_outside_)
+    unsupported("in_place_write_in_try", what() + " is covered by an except or finally block, and the graph already "
+                                                  "wrote into a tensor from outside it");
+  graph_has_handled_op_ = graph_has_handled_op_ || handled;
+  graph_writes_outside_ = graph_writes_outside_ || writes;
 }
 
 ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs) {
   py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
-  break_at_protected_write(op, target.get(), fake_args.get(), fake_kwargs.get());
+  keep_outside_writes_apart_from_handlers(op, target.get(), fake_args.get(), fake_kwargs.get());
   std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());
   py::Ref<> result = run_on_fakes(run_op_.get(), graph::op_name(op), target.get(), fake_args.get(),
                                   fake_kwargs.get(), bridge, what);

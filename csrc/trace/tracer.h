@@ -163,7 +163,14 @@ class Tracer {
  private:
   ValuePtr wrap_tensor(PyObject* real, const guards::SourcePtr& source);
   ValuePtr wrap_result(int node, PyObject* result);
-  void break_at_protected_write(graph::Op op, PyObject* target, PyObject* fake_args, PyObject* fake_kwargs);
+  bool in_handled_region() const;
+  bool writes_outside(PyObject* target, PyObject* fake_args, PyObject* fake_kwargs);
+  void keep_outside_writes_apart_from_handlers(graph::Op op, PyObject* target, PyObject* fake_args,
+                                               PyObject* fake_kwargs);
+  bool graph_has_handled_op_ = false;  // an op an except or finally block covers
+  bool graph_writes_outside_ = false;  // an op writing into an input or a module's tensor
+  py::Ref<> outside_storages_;         // a set: storages of inputs and module tensors seen so far
+  size_t outside_inputs_seen_ = 0, outside_module_tensors_seen_ = 0;
   ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
   py::Ref<> session_, run_op_, fake_input_;

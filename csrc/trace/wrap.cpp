@@ -57,6 +57,12 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
     guards.add_same_object(input.value->source(), source);
     return input.value;
   }
+  // A tensor whose autograd metadata raises when read (a view of a multi-output op written in
+  // place) cannot be faked or guarded; the frame runs eagerly, where the same read raises.
+  py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
+  if (problem.get() != Py_None) {
+    unsupported("python_error", "reading " + source->repr() + " raises " + py_str(problem.get()));
+  }
   // Symbolic sizes get their own placeholders, before the tensor's.
   SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
   guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
@@ -75,6 +81,8 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
 ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   for (const auto& known : module_tensors)
     if (known.real.get() == real) return known.value;
+  py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
+  if (problem.get() != Py_None) unsupported("python_error", "reading " + source->repr() + " raises " + py_str(problem.get()));
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
   py::Ref<> fake = check(PyObject_CallOneArg(fake_input_.get(), real));
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));

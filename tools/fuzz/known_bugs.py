@@ -35,6 +35,10 @@ KNOWN_BUGS = (
     KnownBug(
         "aot_eager_drops_an_unused_op_that_raises", "aot_eager_drops_an_unused_op_that_raises.py", ("wrong",),
         r"^eager raised \w+, compiled raised None", r"", backend="aot_eager"),
+    KnownBug(  # the same where the program catches the error: what its handler does is missing
+        "aot_eager_drops_an_unused_op_that_raises", "aot_eager_drops_an_unused_op_that_raises.py", ("wrong",),
+        r"^printed output differs|call\['globals'\]\['LOG'\]", r"torch\.tensor\(\[F \* 10\]\)|torch\.linalg\.inv",
+        backend="aot_eager"),
     KnownBug(
         "aot_eager_zero_gradient_instead_of_none", "aot_eager_zero_gradient_instead_of_none.py", ("wrong",),
         r"\.grad: None != a tensor", r"", backend="aot_eager"),
