@@ -27,10 +27,33 @@ log = logging.getLogger("bytegraph")
 FAILURE_LOCAL = "___graph_failure"
 
 
-def _is_random(target):
+# Functions that update running statistics they are passed (in training) without saying so
+# in their aten schema (their native kernels do: `Tensor(a!) running_mean`).
+_UPDATES_RUNNING_STATS = frozenset({"batch_norm", "instance_norm"})
+
+
+def _aten_packet(target):
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
     packet = getattr(torch.ops.aten, name.rstrip("_"), None) if name else None
-    if not isinstance(packet, torch._ops.OpOverloadPacket):
+    return packet if isinstance(packet, torch._ops.OpOverloadPacket) else None
+
+
+def _writes_an_argument(target):
+    """Whether the op may write into a tensor argument other than through an in-place name
+    or `out=` (an aten schema argument marked `(a!)`, running statistics)."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    if name in _UPDATES_RUNNING_STATS:
+        return True
+    packet = _aten_packet(target)
+    if packet is None:
+        return False
+    return any(argument.alias_info is not None and argument.alias_info.is_write and not argument.kwarg_only
+               for overload in packet.overloads() for argument in getattr(packet, overload)._schema.arguments)
+
+
+def _is_random(target):
+    packet = _aten_packet(target)
+    if packet is None:
         return False
     return any(torch.Tag.nondeterministic_seeded in getattr(packet, overload).tags for overload in packet.overloads())
 
@@ -81,6 +104,8 @@ def can_run_again(gm):
                 return False
         elif node.op in ("call_function", "call_method"):
             if _is_random(node.target):
+                return False
+            if not _input_aliasing.is_in_place(node) and _writes_an_argument(node.target):
                 return False
             for target in _written(node):
                 storage = _storage(target)
