@@ -750,6 +750,16 @@ def aliases_any(written, added, storages):
     return any(_storage_key(t) is None or _storage_key(t) in storages for t in written)
 
 
+def list_iterator_at(state):
+    """The iterator of a list standing at an index, from `state` = (list, index): what a loop
+    interrupted by a graph break continues with in its resume function, whose prologue calls
+    this (traced, or run). It reads the list as it changes, as the interrupted loop would."""
+    items, position = state
+    iterator = iter(items)
+    iterator.__setstate__(position)
+    return iterator
+
+
 def signature_of(function, of_method):
     """inspect.signature(function) computed at trace time, or None to trace inspect instead.
     `of_method`: the signature of `function` bound to an instance (its first parameter gone),

@@ -888,3 +888,45 @@ def test_a_comprehension_frame_that_breaks_keeps_its_iterator():
     fn = type(f)(nested[0], f.__globals__)
     result = _C.trace.trace(fn, (iter(xs),), {}, allow_graph_break=True)
     assert result.graph_break is None or result.graph_break["kind"] != "unbound_local"
+
+
+# ---- loops over lists resumed after a break ------------------------------------------------
+
+
+def test_a_loop_resumed_after_a_break_reads_the_list_as_its_body_changes_it():
+    def f(a, items):
+        a = a * 2
+        for item in items:
+            print("in the loop")  # a graph break in the body
+            a = a + item
+            if len(items) < 4:
+                items.append(item * 2)
+        return a
+
+    def inputs():
+        return torch.ones(2), [torch.ones(2), torch.full((2,), 3.0)]
+
+    a, items = inputs()
+    expected = f(a, items)
+    counter = CompileCounter()
+    a2, items2 = inputs()
+    assert torch.equal(bytegraph.compile(f, backend=counter)(a2, items2), expected)
+    assert len(items2) == len(items) == 4
+    assert counter.frame_count >= 1
+
+
+def test_a_list_made_in_the_frame_stays_one_list_for_the_local_and_the_resumed_loop():
+    def f(a):
+        items = [a, a + 1]
+        for item in items:
+            print("in the loop")
+            if len(items) < 4:
+                items.append(item * 2)
+        return torch.stack(items).sum(0), len(items)
+
+    x = torch.ones(2)
+    expected = f(x)
+    counter = CompileCounter()
+    result = bytegraph.compile(f, backend=counter)(x)
+    assert torch.equal(result[0], expected[0]) and result[1] == expected[1] == 4
+    assert counter.frame_count >= 1 and counter.op_count >= 1

@@ -11,7 +11,7 @@ namespace op = bytecode::op;
 OutputPlan::OutputPlan(const OutputPlan& other)
     : kind(other.kind), index(other.index), constant(other.constant.copy()), source(other.source), items(other.items),
       attribute(other.attribute), names(other.names), keys(other.keys.copy()), make(other.make.copy()),
-      set_item(other.set_item.copy()) {}
+      set_item(other.set_item.copy()), extend(other.extend.copy()) {}
 
 OutputPlan& OutputPlan::operator=(const OutputPlan& other) {
   if (this != &other) *this = OutputPlan(other);
@@ -99,6 +99,14 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.emit(op::PUSH_NULL);
       return;
     case Kind::Iterator:
+      if (plan.constant) {  // made by a function (a list's own iterator, from its index)
+        builder.before_callable();
+        builder.load_const(plan.constant.get());
+        builder.after_callable();
+        for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+        builder.call(static_cast<int>(plan.items.size()));
+        return;
+      }
       // The loop only ever calls next() on it: an iterator over the remaining items
       // behaves the same from here on.
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);

@@ -95,7 +95,8 @@ void enter_grad_mode_blocks_again(std::vector<OutputPlan>& stack, const std::vec
 
 // Each stack slot's kind for the resume functions. A loop iterator the breaking instruction
 // does not consume is passed on as the tuple of its remaining items (the resume function's
-// prologue calls iter() on it), so the resumed loop can be traced.
+// prologue calls iter() on it), so the resumed loop can be traced; one over a list, as the
+// list and its index (the prologue makes the list's own iterator from them).
 void stack_kinds(std::vector<OutputPlan>& stack, const BreakSite& site, std::vector<StackSlot>& kinds,
                  std::vector<py::Ref<>>& contexts) {
   size_t most_popped = stack.size();
@@ -112,6 +113,11 @@ void stack_kinds(std::vector<OutputPlan>& stack, const BreakSite& site, std::vec
     } else if (plan.kind == OutputPlan::Kind::EnterContext) {
       kinds.push_back(StackSlot::Context);
       contexts.back() = plan.constant.copy();
+    } else if (plan.kind == OutputPlan::Kind::Iterator && plan.constant && i < untouched) {
+      kinds.push_back(StackSlot::ListIterator);
+      contexts.back() = std::move(plan.constant);
+      OutputPlan state = std::move(plan.items.at(0));
+      plan = std::move(state);
     } else if (plan.kind == OutputPlan::Kind::Iterator && i < untouched) {
       plan.kind = OutputPlan::Kind::Tuple;
       kinds.push_back(StackSlot::Iterator);

@@ -1,6 +1,7 @@
 #include "codegen/new_objects.h"
 #include "python/type_dict.h"
 
+#include "bytecode/opcodes.h"
 #include "python/errors.h"
 
 namespace bytegraph::codegen {
@@ -45,6 +46,17 @@ void emit_new_objects(CodeBuilder& builder, const std::vector<OutputPlan>& new_o
       emit_plan(builder, plan.items[a], code);
       builder.call(3);
       builder.pop_top();
+    }
+    if (plan.extend) {
+      builder.before_callable();
+      builder.load_const(plan.extend.get());
+      builder.after_callable();
+      builder.load_fast(local);
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.build(bytecode::op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
+      builder.call(2);
+      builder.pop_top();
+      continue;
     }
     if (!plan.keys) continue;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(plan.keys.get()); ++k) {

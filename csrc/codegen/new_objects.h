@@ -1,5 +1,5 @@
-// Objects the trace made (instances of user classes, dicts subclasses like model outputs)
-// and that outlive the frame: generated code makes each one once, into a local of its own,
+// Objects the trace made (instances of user classes, dicts subclasses like model outputs,
+// lists a resumed loop walks while a local holds them too) and that outlive the frame: generated code makes each one once, into a local of its own,
 // before it evaluates anything that refers to them (Temp plans), so an object reached from
 // two places stays one object and objects may refer to each other.
 //

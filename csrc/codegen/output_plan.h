@@ -27,18 +27,20 @@ struct OutputPlan {
                    // replaces it by EnterContext, it is never emitted
     Temp,          // an object generated code made before anything else (`index`: see new_objects.h)
     NewObject,     // how that object is made: `constant` the class, `make` its allocator; attributes
-                   // `names` = `items`, then (dict subclasses) `keys` = the remaining items, set with `set_item`
+                   // `names` = `items`, then (dict subclasses) `keys` = the remaining items, set with `set_item`;
+                   // a list: all `items`, added with `extend`
   };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
   py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: the context manager class; BoundMethod: types.MethodType;
                                  // NamedTuple: what builds one from a tuple of its items (cls._make, or a structseq class)
   guards::SourcePtr source;      // Source
-  std::vector<OutputPlan> items; // Tuple, List, NamedTuple, Dict (values), Iterator (remaining items), Attr (the owner), BoundMethod (function, self)
+  std::vector<OutputPlan> items; // Tuple, List, NamedTuple, Dict (values), Iterator (remaining items; or, with `constant`
+                                 // the function that makes it, that function's arguments), Attr (the owner), BoundMethod (function, self)
   std::string attribute;         // Attr
   std::vector<std::string> names;  // MakeFunction: the closure's cell/free variables
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
-  py::Ref<> make, set_item;      // NewObject
+  py::Ref<> make, set_item, extend;  // NewObject
 
   OutputPlan() = default;
   OutputPlan(OutputPlan&&) noexcept = default;

@@ -8,6 +8,9 @@ namespace bytegraph::codegen {
 void traverse(const OutputPlan& plan, py::Visitor& visit) {
   visit(plan.constant);
   visit(plan.keys);
+  visit(plan.make);
+  visit(plan.set_item);
+  visit(plan.extend);
   guards::traverse_source(plan.source, visit);
   for (const OutputPlan& item : plan.items) traverse(item, visit);
 }

@@ -143,6 +143,14 @@ ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
       emit_enter_context(builder, spec.contexts.at(i).get());
       continue;
     }
+    if (spec.stack[i] == StackSlot::ListIterator) {
+      builder.before_callable();
+      builder.load_const(spec.contexts.at(i).get());
+      builder.after_callable();
+      builder.load_fast(stack_argument_name(i));
+      builder.call(1);
+      continue;
+    }
     builder.load_fast(stack_argument_name(i));
     if (spec.stack[i] == StackSlot::Iterator) builder.emit(op::GET_ITER);
   }

@@ -32,6 +32,8 @@ enum class StackSlot {
   Null,      // the call protocol's NULL: PUSH_NULL, no argument
   Iterator,  // a loop's iterator, passed as a tuple of its remaining items: LOAD_FAST, GET_ITER
   Context,   // the __exit__ of an open grad-mode `with` block: the prologue enters it again
+  ListIterator,  // a loop's iterator over a list, passed as (list, index): the prologue calls the
+                 // slot's context (list_iterator_at) on it, which gives the list's own iterator
 };
 
 struct ResumeSpec {

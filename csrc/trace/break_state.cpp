@@ -41,6 +41,11 @@ BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::ve
   const std::vector<int> kept_outputs = outputs;
   try {
     PlanWriter writer(tracer, frame, outputs);
+    for (const ValuePtr& value : frame.stack) {
+      auto* iterator = dynamic_cast<IteratorValue*>(value.get());
+      if (iterator && iterator->live_list() && !iterator->enumerate_start() && !iterator->live_list()->source())
+        writer.share_list(iterator->live_list());
+    }
     std::unordered_set<std::string> live = live_locals(frame);
     const auto& names = frame.code->localsplus_names;
     // Cell and free variables are not passed on: the resume function gets the cells themselves

@@ -34,6 +34,7 @@ const Bridge& Bridge::get() {
     b->written_tensors = attr(module.get(), "written_tensors");
     b->aliases_any = attr(module.get(), "aliases_any");
     b->tensor_read_error = attr(module.get(), "tensor_read_error");
+    b->list_iterator_at = attr(module.get(), "list_iterator_at");
     py::Ref<> inspect = check(PyImport_ImportModule("inspect"));
     b->inspect_signature = attr(inspect.get(), "signature");
     py::Ref<> torch = check(PyImport_ImportModule("torch"));

@@ -34,6 +34,7 @@ struct Bridge {
   py::Ref<> written_tensors;        // _bridge.written_tensors
   py::Ref<> aliases_any;            // _bridge.aliases_any
   py::Ref<> tensor_read_error;      // _bridge.tensor_read_error
+  py::Ref<> list_iterator_at;       // _bridge.list_iterator_at (generated code calls it)
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();

@@ -19,6 +19,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   if (auto* number = dynamic_cast<SymNumberValue*>(value.get())) return OutputPlan::graph_output(output_index(number->node()));
   if (value->is_constant()) return OutputPlan::of_constant(value->constant());
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
+  if (shared_lists_.count(value.get())) return new_list(static_cast<const SequenceValue&>(*value));
   require_single_reference(value);
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     OutputPlan plan;
@@ -35,6 +36,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   }
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) return dict_plan(*dict);
   if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
+    if (iterator->live_list() && !iterator->enumerate_start()) return live_list_iterator(*iterator);
     const size_t position = iterator->position();
     Args rest;
     while (ValuePtr item = iterator->next()) rest.push_back(std::move(item));
@@ -183,13 +185,31 @@ py::Ref<> base_set_item(PyObject* type) {
   throw InternalError("a dict subclass without a builtin __setitem__");
 }
 
+OutputPlan PlanWriter::temp(int index) {
+  OutputPlan result;
+  result.kind = OutputPlan::Kind::Temp;
+  result.index = index;
+  return result;
+}
+
+OutputPlan PlanWriter::new_list(const SequenceValue& list) {
+  if (auto found = temps_.find(&list); found != temps_.end()) return temp(found->second);
+  const int index = static_cast<int>(new_objects_.size());
+  temps_.emplace(&list, index);
+  new_objects_.emplace_back();  // reserved: an item may be the list itself
+  OutputPlan made;
+  made.kind = OutputPlan::Kind::NewObject;
+  PyObject* list_type = reinterpret_cast<PyObject*>(&PyList_Type);
+  made.constant = py::Ref<>::newref(list_type);
+  made.make = check(PyObject_GetAttrString(list_type, "__new__"));
+  made.extend = check(PyObject_GetAttrString(list_type, "extend"));
+  made.items = plans_of(list.items);
+  new_objects_[index] = std::move(made);
+  return temp(index);
+}
+
 OutputPlan PlanWriter::new_object(ObjectValue& object) {
-  if (auto found = temps_.find(&object); found != temps_.end()) {
-    OutputPlan temp;
-    temp.kind = OutputPlan::Kind::Temp;
-    temp.index = found->second;
-    return temp;
-  }
+  if (auto found = temps_.find(&object); found != temps_.end()) return temp(found->second);
   const int index = static_cast<int>(new_objects_.size());
   temps_.emplace(&object, index);
   new_objects_.emplace_back();  // reserved: the object's own values may refer back to it
@@ -212,10 +232,7 @@ OutputPlan PlanWriter::new_object(ObjectValue& object) {
     made.set_item = base_set_item(object.python_type());
   }
   new_objects_[index] = std::move(made);
-  OutputPlan temp;
-  temp.kind = OutputPlan::Kind::Temp;
-  temp.index = index;
-  return temp;
+  return temp(index);
 }
 
 OutputPlan PlanWriter::dict_plan(const DictValue& dict) {
@@ -246,6 +263,21 @@ void PlanWriter::require_single_reference(const ValuePtr& value) {
                            static_cast<SequenceValue&>(*value).is_list());
   if (is_mutable && !made_here_.insert(value.get()).second)
     throw NotRestorable{value->repr() + ", which is referenced from two places"};
+}
+
+// An iterator over a list stays one: the same list, from the same index, rebuilt from the
+// pair (list, index) by list_iterator_at (a loop resumed after a break reaches what its body
+// appends later). The pair is what a resume function is passed for it.
+OutputPlan PlanWriter::live_list_iterator(const IteratorValue& iterator) {
+  OutputPlan state;
+  state.kind = OutputPlan::Kind::Tuple;
+  state.items.push_back(plan(iterator.live_list()));
+  state.items.push_back(OutputPlan::of_constant(check(PyLong_FromSize_t(iterator.position())).get()));
+  OutputPlan result;
+  result.kind = OutputPlan::Kind::Iterator;
+  result.constant = tracer_.bridge.list_iterator_at.copy();
+  result.items.push_back(std::move(state));
+  return result;
 }
 
 // A function made in this frame: MAKE_FUNCTION again, with this frame's globals and with its

@@ -32,6 +32,9 @@ class PlanWriter {
 
   // Throws NotRestorable.
   codegen::OutputPlan plan(const ValuePtr& value);
+  // A list made in the trace that more than one plan may refer to (a loop's iterator and a
+  // local): generated code makes it once, as a new object, so it stays one list.
+  void share_list(const ValuePtr& list) { shared_lists_.insert(list.get()); }
   // What generated code writes back to the objects from outside the trace that it changed
   // (Tracer::side_effects), in the order they were first changed. Throws NotRestorable.
   std::vector<codegen::SideEffectPlan> side_effects();
@@ -47,6 +50,9 @@ class PlanWriter {
   codegen::OutputPlan tensor(const TensorValue& tensor);
   codegen::OutputPlan dict_plan(const DictValue& dict);
   codegen::OutputPlan new_object(ObjectValue& object);
+  codegen::OutputPlan new_list(const SequenceValue& list);
+  codegen::OutputPlan live_list_iterator(const IteratorValue& iterator);
+  static codegen::OutputPlan temp(int index);
   void object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects);
   void global_effects(std::vector<codegen::SideEffectPlan>& effects);
   int output_index(int node);
@@ -57,6 +63,7 @@ class PlanWriter {
   std::unordered_set<const Value*> made_here_;
   std::vector<codegen::OutputPlan> new_objects_;
   std::unordered_map<const Value*, int> temps_;
+  std::unordered_set<const Value*> shared_lists_;
 };
 
 }  // namespace bytegraph::trace

@@ -234,8 +234,15 @@ class IteratorValue : public Value {
   std::optional<Args> unpack(Tracer& tracer) override;
   bool is_iterator() const override { return true; }
   ValuePtr next_item(Tracer& tracer) override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  size_t size() const { return items().size(); }
   size_t position() const { return position_; }
   void set_position(size_t position) { position_ = position; }
+  // The list a live iterator walks (null for a snapshot), and enumerate's start, if any.
+  const std::shared_ptr<SequenceValue>& live_list() const { return list_; }
+  std::optional<long> enumerate_start() const {
+    return enumerating_ ? std::optional<long>(enumerate_start_) : std::nullopt;
+  }
   // Over a dict's keys or items: a loop step after the dict changed size raises for real.
   void watch(std::shared_ptr<DictValue> dict) {
     watched_size_ = dict->keys.size();

@@ -1,11 +1,10 @@
 """A list appended to by the body of a loop over it, after a graph break inside the loop:
-the resume function continues over a snapshot of the remaining items, so the appended ones
-are not reached."""
+the resume function continued over a snapshot of the remaining items, so the appended ones
+were not reached. It now gets the list and the loop's index, and continues with the list's own
+iterator (bytegraph/_bridge.py list_iterator_at)."""
 
 FUZZ_BACKENDS = ("eager",)
 FUZZ_VERDICT = "wrong"
-FUZZ_KNOWN_BUG = ("a for loop over a list, resumed after a graph break in its body, iterates over a snapshot "
-                  "of the list: items appended after the break are not reached")
 
 import torch
 

@@ -1,6 +1,8 @@
 // The Value base: defaults that decline, and the shared helpers.
 #include "trace/value.h"
 
+#include <algorithm>
+
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
 #include "trace/values/dict_views.h"
@@ -136,6 +138,38 @@ ValuePtr IteratorValue::next_item(Tracer& tracer) {
     unsupported("dict_changed_size", "a loop over a dict whose size changed (RuntimeError when run)");
   tracer.journal.save(shared_from_this());
   return next();
+}
+
+namespace {
+
+// `iterator.__setstate__(index)` of a list's iterator (what a resume function's prologue does,
+// through list_iterator_at): moves it to the index, clamped to the list as CPython does.
+class IteratorSetStateValue : public Value {
+ public:
+  explicit IteratorSetStateValue(std::shared_ptr<IteratorValue> iterator) : iterator_(std::move(iterator)) {}
+  std::string repr() const override { return "GetAttrVariable(" + iterator_->repr() + ", __setstate__)"; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    if (args.size() != 1 || !kwargs.empty()) unsupported("bad_call", "__setstate__ takes one argument");
+    ValuePtr index = specialize(tracer, args[0], "the index of a list iterator");
+    if (!index->is_constant() || !PyLong_Check(index->constant()))
+      unsupported("unsupported_call", repr() + " with " + args[0]->repr());
+    const long wanted = PyLong_AsLong(index->constant());
+    if (wanted == -1 && PyErr_Occurred()) throw_python_error();
+    tracer.journal.save(iterator_);
+    iterator_->set_position(static_cast<size_t>(std::clamp<long>(wanted, 0, static_cast<long>(iterator_->size()))));
+    return ConstantValue::none();
+  }
+
+ private:
+  std::shared_ptr<IteratorValue> iterator_;
+};
+
+}  // namespace
+
+ValuePtr IteratorValue::get_attr(Tracer& tracer, const std::string& name) {
+  if (name == "__setstate__" && list_ && !enumerating_)
+    return std::make_shared<IteratorSetStateValue>(std::static_pointer_cast<IteratorValue>(shared_from_this()));
+  return Value::get_attr(tracer, name);
 }
 
 ValuePtr IteratorValue::item_at(size_t index) const {
