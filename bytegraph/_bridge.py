@@ -734,20 +734,20 @@ def tensor_read_error(tensor):
     return None
 
 
-def _storage_key(tensor):
-    try:
-        return tensor.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):  # no storage (a subclass)
-        return None
-
-
-def aliases_any(written, added, storages):
-    """Whether a tensor in `written` shares storage with one of `storages` (the graph's
-    outside tensors so far), after adding the storages of the fakes `added` to it. A tensor
-    without storage counts as aliasing: it cannot be told apart."""
-    for tensor in added:
-        storages.add(_storage_key(tensor))
-    return any(_storage_key(t) is None or _storage_key(t) in storages for t in written)
+def aliases_any(written, added, outside):
+    """Whether a tensor in `written` shares storage with one of `outside` (the graph's
+    outside tensors so far: a list, extended by the fakes `added` first). Compared without
+    asking for the storages, whose size a fake with symbolic sizes would compute as a new
+    symbolic expression. A tensor that cannot be compared counts as aliasing."""
+    outside.extend(added)
+    for tensor in written:
+        for other in outside:
+            try:
+                if torch._C._is_alias_of(tensor, other):
+                    return True
+            except (RuntimeError, TypeError):
+                return True
+    return False
 
 
 def list_iterator_at(state):

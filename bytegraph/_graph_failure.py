@@ -71,15 +71,19 @@ def _module_leaves_no_trace(module):
     return not any(part.training and isinstance(part, _RANDOM_MODULES) for part in module.modules())
 
 
-def _storage(node):
-    """The identity of the storage of a node's traced value (views share their base's), or None."""
+def _value(node):
     value = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
-    if not isinstance(value, torch.Tensor):
-        return None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _aliases_any(value, outside):
+    """Whether `value` shares storage with one of `outside` (unknown counts as yes)."""
+    if value is None:
+        return True
     try:
-        return value.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):  # no storage (a subclass): unknown
-        return None
+        return any(torch._C._is_alias_of(value, other) for other in outside)
+    except (RuntimeError, TypeError):
+        return True
 
 
 def _written(node):
@@ -95,10 +99,11 @@ def _written(node):
 def can_run_again(gm):
     """Whether running the original code after `gm` failed part-way is the same as running it
     instead of `gm`: the graph writes into no input and draws no random numbers."""
-    outside = set()  # storages of the graph's inputs and attributes
+    outside = []  # the traced values of the graph's inputs and attributes
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "get_attr"):
-            outside.add(_storage(node))
+            if _value(node) is not None:
+                outside.append(_value(node))
         elif node.op == "call_module":
             if not _module_leaves_no_trace(gm.get_submodule(node.target)):
                 return False
@@ -107,10 +112,8 @@ def can_run_again(gm):
                 return False
             if not _input_aliasing.is_in_place(node) and _writes_an_argument(node.target):
                 return False
-            for target in _written(node):
-                storage = _storage(target)
-                if storage is None or storage in outside:
-                    return False
+            if any(_aliases_any(_value(target), outside) for target in _written(node)):
+                return False
     return True
 
 

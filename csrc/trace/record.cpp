@@ -55,16 +55,16 @@ bool Tracer::writes_outside(PyObject* target, PyObject* fake_args, PyObject* fak
   py::Ref<> written = check(PyObject_CallFunctionObjArgs(bridge.written_tensors.get(), target, fake_args,
                                                          fake_kwargs, nullptr));
   if (written.get() == Py_None) return false;
-  // Storages of the inputs and module tensors added since the last write (rollbacks may
-  // leave some that no longer are: a spare break, never a missed one).
-  if (!outside_storages_) outside_storages_ = check(PySet_New(nullptr));
+  // The inputs and module tensors added since the last write (rollbacks may leave some that
+  // no longer are: a spare break, never a missed one).
+  if (!outside_tensors_) outside_tensors_ = check(PyList_New(0));
   py::Ref<> added = check(PyList_New(0));
   for (; outside_inputs_seen_ < inputs.size(); ++outside_inputs_seen_)
     check_status(PyList_Append(added.get(), fake_of(inputs[outside_inputs_seen_].node)));
   for (; outside_module_tensors_seen_ < module_tensors.size(); ++outside_module_tensors_seen_)
     check_status(PyList_Append(added.get(), fake_of(module_tensors[outside_module_tensors_seen_].node)));
   py::Ref<> aliases = check(PyObject_CallFunctionObjArgs(bridge.aliases_any.get(), written.get(), added.get(),
-                                                         outside_storages_.get(), nullptr));
+                                                         outside_tensors_.get(), nullptr));
   return PyObject_IsTrue(aliases.get()) == 1;
 }
 

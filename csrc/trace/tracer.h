@@ -169,7 +169,7 @@ class Tracer {
                                                PyObject* fake_kwargs);
   bool graph_has_handled_op_ = false;  // an op an except or finally block covers
   bool graph_writes_outside_ = false;  // an op writing into an input or a module's tensor
-  py::Ref<> outside_storages_;         // a set: storages of inputs and module tensors seen so far
+  py::Ref<> outside_tensors_;          // a list: the fakes of inputs and module tensors seen so far
   size_t outside_inputs_seen_ = 0, outside_module_tensors_seen_ = 0;
   ValuePtr wrap_items(int node, PyObject* result);
   py::Ref<> function_;
