@@ -96,6 +96,26 @@ def _written(node):
     return written
 
 
+def _memoized(function):
+    """`function` of an op's target, remembered per target (ops are few, graphs many)."""
+    known = {}
+
+    def remembered(target):
+        try:
+            return known[target]
+        except KeyError:
+            found = known[target] = function(target)
+            return found
+        except TypeError:  # not hashable
+            return function(target)
+
+    return remembered
+
+
+_is_random = _memoized(_is_random)
+_writes_an_argument = _memoized(_writes_an_argument)
+
+
 def can_run_again(gm):
     """Whether running the original code after `gm` failed part-way is the same as running it
     instead of `gm`: the graph writes into no input and draws no random numbers."""
