@@ -47,7 +47,10 @@ def _writes_an_argument(target):
     packet = _aten_packet(target)
     if packet is None:
         return False
+    # Positional tensors marked written; `out=` is seen by name, and list overloads (aten.sort
+    # also sorts Python lists in place) write no tensor.
     return any(argument.alias_info is not None and argument.alias_info.is_write and not argument.kwarg_only
+               and str(argument.type) in ("Tensor", "Optional[Tensor]")
                for overload in packet.overloads() for argument in getattr(packet, overload)._schema.arguments)
 
 

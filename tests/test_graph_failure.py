@@ -273,3 +273,19 @@ def test_an_input_whose_autograd_metadata_raises_when_read_runs_eagerly():
         cf(view, torch.ones(2))
     assert same(cf(torch.ones(1, 3), torch.ones(2)), torch.full((2,), 5.0))
     assert counter.frame_count == 1
+
+
+def test_torch_sort_does_not_count_as_a_write():
+    # aten.sort's overloads include an in-place sort of Python lists: no tensor is written.
+    def f(a):
+        values = torch.sort(a, dim=-1)[0]
+        try:
+            return values[OUT_OF_RANGE]
+        except IndexError:
+            return values
+
+    cf = bytegraph.compile(f, backend="eager")
+    x = torch.tensor([3.0, 1.0, 2.0])
+    assert same(cf(x), torch.tensor([1.0, 2.0, 3.0]))
+    [code] = generated_codes(f)
+    assert has_fallback(code)
