@@ -7,11 +7,13 @@ the side effects the program made before the op (generated code writes them afte
 returns). So generated code catches the graph's exception and runs the frame's own bytecode
 from its start instead (csrc/codegen/eager_fallback.h): the op raises again in its place.
 
-That re-run is exact only when the failed graph left nothing behind: a graph that writes in
-place into its inputs (or into views of them), draws random numbers or calls a module as a
-whole that has buffers (batch norm updates its statistics) or drops out at random gets no
-fallback, and its error propagates as before.
-Writes into tensors the graph made itself are invisible outside it.
+That re-run is exact only when the failed graph left nothing behind (writes into tensors the
+graph made itself are invisible outside it). A graph that writes in place into its inputs (or
+into views of them), draws random numbers or calls a module as a whole that has buffers
+(batch norm updates its statistics) or drops out at random gets no fallback, and its error
+propagates from the graph call. The tracer keeps such writes and the ops an except or finally
+block covers in separate graphs (Tracer::keep_outside_writes_apart_from_handlers), so that
+what a handler sees can always fall back.
 """
 
 import logging
