@@ -289,3 +289,25 @@ def test_torch_sort_does_not_count_as_a_write():
     assert same(cf(x), torch.tensor([1.0, 2.0, 3.0]))
     [code] = generated_codes(f)
     assert has_fallback(code)
+
+
+def test_size_arithmetic_inside_try_after_a_write_keeps_one_graph():
+    # Arithmetic on symbolic ints is computed while tracing: it cannot fail when the graph
+    # runs, so it does not count as an op the handler covers (3.13 once broke there and failed).
+    def f(a, b, n):
+        b.add_(1)
+        try:
+            k = n % 3
+        except ZeroDivisionError:
+            k = 0
+        return a * k + b
+
+    cf, counter = compiled_with_counter(f)
+    cf_dynamic = bytegraph.compile(f, backend=counter, dynamic=True)
+    for n in (4, 5):
+        b, b2 = torch.ones(2), torch.ones(2)
+        assert same(cf_dynamic(torch.ones(2), b2, n), f(torch.ones(2), b, n)) and same(b, b2)
+    assert counter.frame_count == 1
+    explained = bytegraph.explain(f)(torch.ones(2), torch.ones(2), 4)
+    assert explained.break_reasons == []
+    del cf

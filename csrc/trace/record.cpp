@@ -42,6 +42,16 @@ py::Ref<> run_on_fakes(PyObject* run_op, const char* kind, PyObject* target, PyO
 // gets no fallback, so a failure in it would skip the except or finally blocks that eagerly
 // see it. A graph therefore never holds both a write into a tensor from outside it and an op
 // such a block covers: the trace breaks at whichever comes second.
+// Arithmetic on sizes and ints is computed while tracing (under guards): only tensor ops can
+// fail when the graph runs.
+static bool touches_tensors(const Args& args, const KwArgs& kwargs) {
+  for (const ValuePtr& arg : args)
+    if (arg->is_tensor() || dynamic_cast<SequenceValue*>(arg.get())) return true;
+  for (const auto& [name, value] : kwargs)
+    if (value->is_tensor() || dynamic_cast<SequenceValue*>(value.get())) return true;
+  return false;
+}
+
 bool Tracer::in_handled_region() const {
   for (const FrameState* frame : frames) {
     if (frame->current != nullptr && frame->current->exception_entry &&
@@ -86,7 +96,8 @@ void Tracer::keep_outside_writes_apart_from_handlers(graph::Op op, PyObject* tar
 ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs) {
   py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
-  keep_outside_writes_apart_from_handlers(op, target.get(), fake_args.get(), fake_kwargs.get());
+  if (touches_tensors(args, kwargs))
+    keep_outside_writes_apart_from_handlers(op, target.get(), fake_args.get(), fake_kwargs.get());
   std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());
   py::Ref<> result = run_on_fakes(run_op_.get(), graph::op_name(op), target.get(), fake_args.get(),
                                   fake_kwargs.get(), bridge, what);
