@@ -713,7 +713,7 @@ def written_tensors(target, args, kwargs):
     from bytegraph import _input_aliasing
 
     out = kwargs.get("out") if kwargs else None
-    in_place = bool(args) and _input_aliasing.is_in_place_target(target)
+    in_place = bool(args) and _input_aliasing.writes_first_operand(target, args, kwargs)
     if out is None and not in_place:
         return None
     written = [args[0]] if in_place else []

@@ -6,6 +6,7 @@ every call: when the pattern differs from the compile's, the captured graph runs
 (its ops on the real tensors, as the eager backend does), which is right for any aliasing.
 """
 
+import inspect
 import operator
 
 import torch
@@ -16,8 +17,7 @@ _IN_PLACE_OPERATORS = frozenset(
                                          "iand", "ior", "ixor", "ilshift", "irshift", "imatmul", "setitem"))
 
 
-def is_in_place_target(target):
-    """Whether an op with this target (a function, or a method's name) writes into its first operand."""
+def _is_in_place_name(target):
     try:
         if target in _IN_PLACE_OPERATORS:
             return True
@@ -27,9 +27,44 @@ def is_in_place_target(target):
     return name.endswith("_") and not name.startswith("_")
 
 
+# function -> the position of its `inplace` parameter (F.relu(x, inplace=True)), or None
+_inplace_positions = {}
+
+
+def _inplace_position(target):
+    if isinstance(target, str):
+        return None
+    try:
+        return _inplace_positions[target]
+    except KeyError:
+        pass
+    except TypeError:  # not hashable
+        return None
+    try:
+        names = list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature
+        names = []
+    position = _inplace_positions[target] = names.index("inplace") if "inplace" in names else None
+    return position
+
+
+def writes_first_operand(target, args, kwargs):
+    """Whether an op with this target (a function, or a method's name) and these arguments
+    writes into its first operand: an in-place name (`add_`, `operator.iadd`) or `inplace=True`."""
+    if _is_in_place_name(target):
+        return True
+    position = _inplace_position(target)
+    if position is None:
+        return False
+    if kwargs and "inplace" in kwargs:
+        return kwargs["inplace"] is True
+    return len(args) > position and args[position] is True
+
+
 def is_in_place(node):
     """Whether the op of `node` writes into its first operand."""
-    return node.op in ("call_function", "call_method") and is_in_place_target(node.target)
+    return (node.op in ("call_function", "call_method")
+            and writes_first_operand(node.target, node.args, node.kwargs))
 
 
 def writes_in_place(gm):

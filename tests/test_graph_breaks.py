@@ -930,3 +930,24 @@ def test_a_list_made_in_the_frame_stays_one_list_for_the_local_and_the_resumed_l
     result = bytegraph.compile(f, backend=counter)(x)
     assert torch.equal(result[0], expected[0]) and result[1] == expected[1] == 4
     assert counter.frame_count >= 1 and counter.op_count >= 1
+
+
+def test_a_resumed_list_loop_is_guarded_on_where_it_resumes():
+    # The break comes at iteration k (a trace-time constant): resume functions are shared by
+    # break site, so the one entered at index 1 must not be reused at index 2.
+    def f(a, items, k):
+        a = a * 2
+        seen = 0
+        for item in items:
+            if seen == k:
+                print("break at", k)
+            a = a + item * seen
+            seen += 1
+        return a
+
+    items = [torch.full((2,), float(v)) for v in (1, 2, 3, 4)]
+    counter = CompileCounter()
+    cf = bytegraph.compile(f, backend=counter)
+    for k in (0, 1, 2):
+        assert torch.equal(cf(torch.ones(2), items, k), f(torch.ones(2), items, k))
+    assert counter.frame_count >= 3  # each k: its own graph before the break

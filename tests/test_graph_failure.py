@@ -311,3 +311,23 @@ def test_size_arithmetic_inside_try_after_a_write_keeps_one_graph():
     explained = bytegraph.explain(f)(torch.ones(2), torch.ones(2), 4)
     assert explained.break_reasons == []
     del cf
+
+
+def test_an_inplace_argument_counts_as_a_write_into_the_input():
+    # F.leaky_relu(a, 0.1, True) writes into a: run again after a failure it would be applied
+    # twice, so the graph gets no fallback and its error propagates with a written once.
+    def f(a):
+        torch.nn.functional.leaky_relu(a, 0.1, True)
+        return a[OUT_OF_RANGE]
+
+    def g(a):
+        torch.nn.functional.leaky_relu(a, negative_slope=0.1, inplace=True)
+        return a[OUT_OF_RANGE]
+
+    for fn in (f, g):
+        x = -torch.ones(2)
+        with pytest.raises(IndexError):
+            bytegraph.compile(fn, backend="eager")(x)
+        assert same(x, torch.full((2,), -0.1))  # written once
+        [code] = generated_codes(fn)
+        assert not has_fallback(code)
