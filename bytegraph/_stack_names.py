@@ -125,7 +125,7 @@ def stack_descriptions(code):
     original, offset, kinds = continuation
     line = line_at(original, offset)
     where = f"on the stack at line {line}" if line is not None else "on the stack"
-    positions = [i for i, kind in enumerate(kinds) if kind in ("value", "iter")]
+    positions = [i for i, kind in enumerate(kinds) if kind in ("value", "iter", "list_iter")]
     slots, lines = _stack_expressions(original, offset)
     # Context slots are not arguments; the others match the stack's non-NULL values in order.
     if slots is not None:
@@ -138,6 +138,8 @@ def stack_descriptions(code):
             kind, node = slots[k]
             text = _segment(lines, node)
             noun = "the iterator over" if kind == "iter" else "the value of"
+            if kinds[position] == "list_iter":
+                noun = "the list and index of the loop over"
             descriptions[name] = f"{noun} `{text}` {where}"
         else:
             descriptions[name] = f"a value {where} (position {position})"

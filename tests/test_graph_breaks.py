@@ -951,3 +951,7 @@ def test_a_resumed_list_loop_is_guarded_on_where_it_resumes():
     for k in (0, 1, 2):
         assert torch.equal(cf(torch.ones(2), items, k), f(torch.ones(2), items, k))
     assert counter.frame_count >= 3  # each k: its own graph before the break
+    # The loop went on in resume functions given the list and its index.
+    stacks = [_C.codegen.resume_continuation(code)[2] for code in _C.codegen.resume_codes()
+              if _C.codegen.resume_continuation(code)[0] is f.__code__]
+    assert any("list_iter" in stack for stack in stacks)

@@ -77,6 +77,17 @@ std::pair<codegen::StackSlot, py::Ref<>> stack_slot(nb::handle kind) {
   throw PythonError::make(PyExc_ValueError, "a stack slot kind is 'value', 'null', 'iter' or ('context', cls)");
 }
 
+const char* slot_name(codegen::StackSlot slot) {
+  switch (slot) {
+    case codegen::StackSlot::Value: return "value";
+    case codegen::StackSlot::Null: return "null";
+    case codegen::StackSlot::Iterator: return "iter";
+    case codegen::StackSlot::Context: return "context";
+    case codegen::StackSlot::ListIterator: return "list_iter";
+  }
+  throw InternalError("a stack slot of no known kind");
+}
+
 nb::dict describe_site(const codegen::BreakSite& site) {
   static const char* kinds[] = {"call", "branch", "simple", "terminal", "method_load"};
   nb::dict result;
@@ -182,9 +193,8 @@ void bind_codegen(nb::module_& m) {
       [](nb::handle code) -> nb::object {
         const codegen::ResumeOrigin* origin = codegen::resume_origin(code.ptr());
         if (origin == nullptr) return nb::none();
-        static const char* kinds[] = {"value", "null", "iter", "context"};
         nb::list stack;
-        for (codegen::StackSlot slot : origin->stack) stack.append(kinds[static_cast<int>(slot)]);
+        for (codegen::StackSlot slot : origin->stack) stack.append(slot_name(slot));
         return nb::make_tuple(nb::borrow(origin->original.get()), origin->offset, stack);
       },
       nb::arg("code"),
