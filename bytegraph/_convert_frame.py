@@ -65,6 +65,7 @@ _INTERNAL_MODULES = (
     "_extension",
     "_fake_cache",
     "_frame",
+    "_graph_failure",
     "_input_aliasing",
     "_lazy_dynamo",
     "_logging",
@@ -205,8 +206,10 @@ class FrameConverter:
         with record.phase("guards"):
             _add_shape_guards(result, code)
         with record.phase("codegen"):
-            on_failure = (_graph_failure.handler(code, graph_name)
-                          if compiled is not None and _graph_failure.can_run_again(gm) else None)
+            on_failure = None
+            if compiled is not None:
+                compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name)
+                _readable_code.name_constant(compiled, graph_name)
             new_code = plan.generate(compiled, on_failure)
         _frame_module().mark_own_code(new_code)
         guard_lines = list(result.guards)

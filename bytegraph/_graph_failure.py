@@ -11,14 +11,19 @@ That re-run is exact only when the failed graph left nothing behind (writes into
 graph made itself are invisible outside it). A graph that writes in place into its inputs (or
 into views of them), draws random numbers or calls a module as a whole that has buffers
 (batch norm updates its statistics) or drops out at random gets no fallback, and its error
-propagates from the graph call. The tracer keeps such writes and the ops an except or finally
-block covers in separate graphs (Tracer::keep_outside_writes_apart_from_handlers), so that
-what a handler sees can always fall back.
+propagates from the graph call. The tracer (Tracer::keep_failures_recoverable, asking
+op_leaves_a_trace and module_leaves_a_trace below) keeps such ops and the ops an except or
+finally block covers in separate graphs, so that what a handler sees can always fall back, and
+keeps every tensor op of such a graph before every Python side effect, so that the side
+effects made before a failing op are not lost.
 """
 
+import functools
+import inspect
 import logging
 
 import torch
+import torch.utils._pytree
 
 from bytegraph import _input_aliasing
 from bytegraph.exc import BytegraphError
@@ -63,17 +68,62 @@ def _is_random(target):
     return any(torch.Tag.nondeterministic_seeded in getattr(packet, overload).tags for overload in packet.overloads())
 
 
+# Arguments that turn a dropout-like op into a deterministic one: a probability of zero, or
+# training off (scaled_dot_product_attention(dropout_p=0.0), F.dropout(x, training=False)).
+_PROBABILITY_PARAMETERS = ("p", "dropout_p")
+_TRAINING_PARAMETERS = ("training", "train")
+
+
+def _parameter_names(target):
+    """The names of the op's parameters in order (its Python signature, else its aten
+    schema's), or ()."""
+    if not isinstance(target, str):
+        try:
+            return tuple(inspect.signature(target).parameters)
+        except (TypeError, ValueError):
+            pass
+    packet = _aten_packet(target)
+    if packet is None:
+        return ()
+    names = [argument.name for argument in packet.default._schema.arguments] if "default" in packet.overloads() else []
+    return tuple(names[1:]) if isinstance(target, str) else tuple(names)  # a method's self is not passed
+
+
+def _argument(names, args, kwargs, candidates):
+    """The value passed for the first of `candidates` the op has, or None."""
+    for name in candidates:
+        if kwargs and name in kwargs:
+            return kwargs[name]
+        if name in names and names.index(name) < len(args):
+            return args[names.index(name)]
+    return None
+
+
+def draws_random_numbers(target, args, kwargs):
+    """Whether the op draws from a random number generator with these arguments."""
+    if not _is_random(target):
+        return False
+    names = _parameter_names(target)
+    if _argument(names, args, kwargs, _TRAINING_PARAMETERS) is False:
+        return False
+    probability = _argument(names, args, kwargs, _PROBABILITY_PARAMETERS)
+    return not (type(probability) in (int, float) and probability == 0)
+
+
 # Modules that draw random numbers while training.
 _RANDOM_MODULES = (torch.nn.modules.dropout._DropoutNd, torch.nn.RReLU)
 
 
-def _module_leaves_no_trace(module):
-    """Whether calling `module` (a leaf of the graph) changes nothing and draws nothing."""
+def _module_draws_random_numbers(module):
+    return any(part.training and isinstance(part, _RANDOM_MODULES) for part in module.modules())
+
+
+def module_leaves_a_trace(module):
+    """Whether calling `module` as a whole (a leaf of the graph) changes anything that
+    outlives the graph: its buffers (batch norm's statistics) or, in place, its input."""
     if next(module.buffers(), None) is not None:
-        return False
-    if any(getattr(part, "inplace", False) for part in module.modules()):  # nn.ReLU(inplace=True)
-        return False
-    return not any(part.training and isinstance(part, _RANDOM_MODULES) for part in module.modules())
+        return True
+    return any(getattr(part, "inplace", False) for part in module.modules())  # nn.ReLU(inplace=True)
 
 
 def _value(node):
@@ -119,27 +169,103 @@ def _memoized(function):
 
 _is_random = _memoized(_is_random)
 _writes_an_argument = _memoized(_writes_an_argument)
+_parameter_names = _memoized(_parameter_names)
+
+
+def op_leaves_a_trace(target, args, kwargs):
+    """Whether an op (a function, or a method's name) changes what outlives the graph by
+    itself, whatever tensors it is given: it writes into an argument without working in place
+    by name (running statistics). A write into the first operand counts only where that tensor
+    comes from outside the graph, which the caller knows. Random numbers do not count: the
+    generators are put back before the graph runs again (restoring_generators)."""
+    return not _input_aliasing.writes_first_operand(target, args, kwargs) and _writes_an_argument(target)
 
 
 def can_run_again(gm):
     """Whether running the original code after `gm` failed part-way is the same as running it
-    instead of `gm`: the graph writes into no input and draws no random numbers."""
+    instead of `gm`: the graph writes into no input (random numbers are drawn again from the
+    same generator state, see restoring_generators)."""
     outside = []  # the traced values of the graph's inputs and attributes
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "get_attr"):
             if _value(node) is not None:
                 outside.append(_value(node))
         elif node.op == "call_module":
-            if not _module_leaves_no_trace(gm.get_submodule(node.target)):
+            if module_leaves_a_trace(gm.get_submodule(node.target)):
                 return False
         elif node.op in ("call_function", "call_method"):
-            if _is_random(node.target):
-                return False
-            if not _input_aliasing.is_in_place(node) and _writes_an_argument(node.target):
+            if op_leaves_a_trace(node.target, node.args, node.kwargs):
                 return False
             if any(_aliases_any(_value(target), outside) for target in _written(node)):
                 return False
     return True
+
+
+def _random_devices(gm):
+    """The devices whose generators the graph draws from (None: one it names itself)."""
+    devices = set()
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            random = _module_draws_random_numbers(gm.get_submodule(node.target))
+        elif node.op in ("call_function", "call_method"):
+            random = draws_random_numbers(node.target, node.args, node.kwargs)
+            if random and isinstance(node.kwargs.get("generator"), torch.Generator):
+                return None
+        else:
+            continue
+        if random:
+            values = [v for v in torch.utils._pytree.tree_leaves(node.meta.get("example_value"))
+                      if isinstance(v, torch.Tensor)]
+            if not values:
+                return None
+            devices.update(value.device for value in values)
+    return devices
+
+
+def _default_generator(device):
+    if device.type == "cpu":
+        return torch.default_generator
+    generators = getattr(torch.get_device_module(device.type), "default_generators", ())
+    index = device.index if device.index is not None else torch.get_device_module(device.type).current_device()
+    return generators[index] if index < len(generators) else None
+
+
+def restoring_generators(gm, compiled):
+    """`compiled`, or for a graph that draws random numbers, `compiled` putting the generators'
+    states back when it raises, so that the original code run after the failure draws the
+    numbers eager would; None when the generators are not known (the graph cannot run again)."""
+    devices = _random_devices(gm)
+    if devices is None:
+        return None
+    if not devices:
+        return compiled
+    generators = [_default_generator(device) for device in devices]
+    if any(generator is None for generator in generators):
+        return None
+
+    @functools.wraps(compiled)
+    def run(*args):
+        states = [generator.get_state() for generator in generators]
+        try:
+            return compiled(*args)
+        except BaseException:
+            for generator, state in zip(generators, states):
+                generator.set_state(state)
+            raise
+
+    return run
+
+
+def for_generated_code(gm, compiled, code, graph_name):
+    """What generated code calls: the compiled graph (with its generators restored on
+    failure, where it draws random numbers) and the failure handler, or None where the graph
+    cannot run again."""
+    if not can_run_again(gm):
+        return compiled, None
+    restoring = restoring_generators(gm, compiled)
+    if restoring is None:
+        return compiled, None
+    return restoring, handler(code, graph_name)
 
 
 def handler(code, graph_name):

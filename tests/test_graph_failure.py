@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph import _frame, _graph_failure
+from bytegraph import _C, _frame, _graph_failure
 from bytegraph.testing import CompileCounter, same
 
 LOG = []
@@ -147,7 +147,7 @@ def test_a_write_into_an_input_before_a_try_block_is_kept_out_of_the_blocks_grap
     # The write's graph ends at the try block; the failing op runs at the break.
     assert counter.frame_count == 1 and counter.op_count == 1
     explained = bytegraph.explain(f)(torch.ones(2))
-    assert explained.break_reasons[0].kind == "in_place_write_in_try"
+    assert explained.break_reasons[0].kind == "lasting_op_in_try"
 
 
 def test_writes_into_tensors_the_graph_made_do_not_stop_the_fallback():
@@ -165,19 +165,38 @@ def test_writes_into_tensors_the_graph_made_do_not_stop_the_fallback():
     assert has_fallback(code)
 
 
-def test_a_graph_drawing_random_numbers_keeps_its_own_error():
+def test_a_graph_drawing_random_numbers_falls_back_with_the_generator_put_back():
     def f(a):
         noise = torch.rand(2)
         try:
             return a[OUT_OF_RANGE] + noise
         except IndexError:
-            return noise
+            return noise * 2
 
-    cf = bytegraph.compile(f, backend="eager")
-    with pytest.raises(IndexError):
-        cf(torch.ones(2))
+    torch.manual_seed(0)
+    expected = f(torch.ones(2))
+    after_eager = torch.rand(3)
+    cf, counter = compiled_with_counter(f)
+    torch.manual_seed(0)
+    assert same(cf(torch.ones(2)), expected)  # the handler ran, on the numbers eager drew
+    assert same(torch.rand(3), after_eager)  # and the generator advanced once
+    assert counter.frame_count == 1 and counter.op_count == 3  # rand, getitem, add
     [code] = generated_codes(f)
-    assert not has_fallback(code)
+    assert has_fallback(code)
+
+
+def test_dropout_that_cannot_draw_needs_no_generator_state():
+    import torch.nn.functional as F
+
+    def f(q, a):
+        b = F.scaled_dot_product_attention(q, q, q, dropout_p=0.0)
+        return F.dropout(b, 0.5, training=False) + torch.dropout(a, 0.5, False)
+
+    gm = torch.fx.symbolic_trace(f)
+    compiled = gm.forward
+    assert _graph_failure.restoring_generators(gm, compiled) is compiled
+    assert _graph_failure.draws_random_numbers(F.dropout, (q := torch.ones(2), 0.5), {})
+    assert _graph_failure.draws_random_numbers(F.scaled_dot_product_attention, (q, q, q), {"dropout_p": 0.1})
 
 
 def test_an_interrupt_from_the_graph_is_not_run_again():
@@ -237,7 +256,7 @@ def test_an_in_place_write_into_an_input_inside_try_is_kept_out_of_the_graphs_ar
     assert same(b2, b) and LOG == ["caught"]
     assert counter.frame_count == 2  # split at the write: the graphs around it can run again
     explained = bytegraph.explain(f)(*inputs())
-    assert [r.kind for r in explained.break_reasons] == ["in_place_write_in_try"]
+    assert [r.kind for r in explained.break_reasons] == ["lasting_op_in_try"]
 
 
 def test_in_place_writes_under_no_grad_or_into_own_tensors_stay_in_one_graph():
@@ -331,3 +350,92 @@ def test_an_inplace_argument_counts_as_a_write_into_the_input():
         assert same(x, torch.full((2,), -0.1))  # written once
         [code] = generated_codes(fn)
         assert not has_fallback(code)
+
+
+def break_kind(fn, *args):
+    """The kind of the first graph break tracing fn(*args) meets (the trace runs nothing)."""
+    return _C.trace.trace(fn, args, allow_graph_break=True).graph_break["kind"]
+
+
+def _raises_like_eager(fn, make_inputs, error):
+    """Runs fn eagerly then compiled on fresh inputs: the same error, the same LOG, the same
+    inputs after; returns the compile counter."""
+    eager_inputs = make_inputs()
+    with pytest.raises(error):
+        fn(*eager_inputs)
+    eager_log = list(LOG)
+    LOG.clear()
+    cf, counter = compiled_with_counter(fn)
+    compiled_inputs = make_inputs()
+    with pytest.raises(error):
+        cf(*compiled_inputs)
+    assert LOG == eager_log
+    assert all(same(a, b) for a, b in zip(compiled_inputs, eager_inputs))
+    return counter
+
+
+def test_a_side_effect_before_a_write_into_an_input_is_made_when_a_later_op_fails():
+    def f(a):
+        LOG.append("before")
+        a.mul_(2)
+        return a[OUT_OF_RANGE]
+
+    counter = _raises_like_eager(f, lambda: (torch.ones(2),), IndexError)
+    # Nothing before the break is a graph; the write runs at the break; the resume's graph fails.
+    assert counter.frame_count == 1 and counter.op_count == 1
+    assert break_kind(f, torch.ones(2)) == "lasting_op_after_side_effect"
+
+
+def test_a_side_effect_after_a_write_into_an_input_is_made_when_a_later_op_fails():
+    def f(a, b):
+        a.mul_(2)
+        b = b + a
+        LOG.append("between")
+        return b[OUT_OF_RANGE]
+
+    counter = _raises_like_eager(f, lambda: (torch.ones(2), torch.ones(2)), IndexError)
+    assert counter.frame_count == 1 and counter.op_count == 2  # mul_, add; the failing op runs at the break
+    assert break_kind(f, torch.ones(2), torch.ones(2)) == "lasting_op_after_side_effect"
+
+
+def test_a_side_effect_before_random_numbers_is_made_when_a_later_op_fails():
+    def f(a):
+        LOG.append("before")
+        noise = torch.rand(2)
+        return a[OUT_OF_RANGE] + noise
+
+    torch.manual_seed(0)
+    counter = _raises_like_eager(f, lambda: (torch.ones(2),), IndexError)
+    assert counter.frame_count == 1 and counter.op_count == 3  # one graph: it falls back
+
+
+def test_side_effects_after_every_tensor_op_keep_one_graph():
+    def f(a, box):
+        a.mul_(2)
+        b = torch.rand(2) + a
+        box.value = b.shape[0]  # after the last tensor op: made after the graph, as before
+        LOG.append("after")
+        return b
+
+    class Box:
+        value = None
+
+    cf, counter = compiled_with_counter(f)
+    x, box = torch.ones(2), Box()
+    assert cf(x, box).shape == (2,)
+    assert same(x, torch.full((2,), 2.0)) and box.value == 2 and LOG == ["after"]
+    assert counter.frame_count == 1 and counter.op_count == 3
+
+
+def test_fullgraph_keeps_a_side_effect_and_a_write_into_an_input_in_one_graph():
+    # torch.compile(fullgraph=True) captures this in one graph: so does bytegraph.
+    def f(a):
+        LOG.append("before")
+        a.mul_(2)
+        return a + 1
+
+    counter = CompileCounter()
+    x = torch.ones(2)
+    assert same(bytegraph.compile(f, backend=counter, fullgraph=True)(x), torch.full((2,), 3.0))
+    assert same(x, torch.full((2,), 2.0)) and LOG == ["before"]
+    assert counter.frame_count == 1 and counter.op_count == 2

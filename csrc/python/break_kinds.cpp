@@ -37,14 +37,20 @@ constexpr std::array kBreakKinds = {
                                 "the tests); unset it"},
     BreakKind{"generator", "generators are run eagerly and consumed whole; iterate a list instead, or keep the "
                            "generator (or coroutine) out of the compiled function"},
-    BreakKind{"in_place_write_in_try", "an in-place write into an input (or a module's tensor) inside try/except "
-                                       "or try/finally runs on its own, so that an error after it is handled as "
-                                       "Python does without writing twice; move the write out of the try block "
-                                       "to capture it in one graph"},
     BreakKind{"index_error", "the indexing raises IndexError; it runs eagerly so the error is raised as Python "
                              "raises it"},
     BreakKind{"key_error", "the lookup raises KeyError; it runs eagerly so the error is raised as Python raises "
                            "it"},
+    BreakKind{"lasting_op_after_side_effect",
+              "an op whose effect outlasts the graph (an in-place write into an input or a module's tensor, "
+              "running statistics) and a Python side effect before a tensor op go to separate graphs, so "
+              "that an op failing when the graph runs leaves the side effects Python made before it; move the "
+              "side effect after the tensor work to capture it in one graph"},
+    BreakKind{"lasting_op_in_try",
+              "an op whose effect outlasts the graph (an in-place write into an input or a module's tensor, "
+              "running statistics) inside try/except or try/finally runs in a graph of its own, so that "
+              "an error after it is handled as Python does without doing it twice; move it out of the try block "
+              "to capture it in one graph"},
     BreakKind{"module_hooks", "modules with forward or backward hooks are called eagerly; remove the hooks or "
                               "compile the module without them"},
     BreakKind{"name_error", "the name is not defined when traced; define it before the call (a global assigned "

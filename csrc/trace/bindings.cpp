@@ -151,7 +151,7 @@ void bind_trace(nb::module_& m) {
   trace.def(
       "trace",
       [](nb::object fn, nb::tuple args, nb::dict kwargs, bool allow_graph_break, nb::object log) -> nb::object {
-        return finish_trace([&] { return trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr(), log.ptr()); },
+        return finish_trace([&] { return trace::trace_function(fn.ptr(), args.ptr(), kwargs.ptr(), log.ptr(), allow_graph_break); },
                             allow_graph_break);
       },
       nb::arg("fn"), nb::arg("args") = nb::tuple(), nb::arg("kwargs") = nb::dict(),
@@ -167,7 +167,7 @@ void bind_trace(nb::module_& m) {
         return finish_trace(
             [&] {
               return trace::trace_frame(fn.ptr(), &PyTuple_GET_ITEM(tuple, 0), static_cast<int>(PyTuple_GET_SIZE(tuple)),
-                                        log.ptr(), shapes.ptr());
+                                        log.ptr(), shapes.ptr(), allow_graph_break);
             },
             allow_graph_break);
       },

@@ -35,6 +35,9 @@ const Bridge& Bridge::get() {
     b->aliases_any = attr(module.get(), "aliases_any");
     b->tensor_read_error = attr(module.get(), "tensor_read_error");
     b->list_iterator_at = attr(module.get(), "list_iterator_at");
+    py::Ref<> graph_failure = check(PyImport_ImportModule("bytegraph._graph_failure"));
+    b->op_leaves_a_trace = attr(graph_failure.get(), "op_leaves_a_trace");
+    b->module_leaves_a_trace = attr(graph_failure.get(), "module_leaves_a_trace");
     py::Ref<> inspect = check(PyImport_ImportModule("inspect"));
     b->inspect_signature = attr(inspect.get(), "signature");
     py::Ref<> torch = check(PyImport_ImportModule("torch"));

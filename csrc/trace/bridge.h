@@ -35,6 +35,8 @@ struct Bridge {
   py::Ref<> aliases_any;            // _bridge.aliases_any
   py::Ref<> tensor_read_error;      // _bridge.tensor_read_error
   py::Ref<> list_iterator_at;       // _bridge.list_iterator_at (generated code calls it)
+  py::Ref<> op_leaves_a_trace;      // _graph_failure.op_leaves_a_trace
+  py::Ref<> module_leaves_a_trace;  // _graph_failure.module_leaves_a_trace
 
   // The process-wide instance (imports the bridge on first use; kept for the process life).
   static const Bridge& get();

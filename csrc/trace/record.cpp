@@ -38,10 +38,16 @@ py::Ref<> run_on_fakes(PyObject* run_op, const char* kind, PyObject* target, PyO
 
 // Generated code runs the frame's original code when a graph fails at run time
 // (codegen/eager_fallback.h), which repeats what the graph did before it failed: harmless for
-// the graph's own tensors, not for a write into an input or a module's tensor. Such a graph
-// gets no fallback, so a failure in it would skip the except or finally blocks that eagerly
-// see it. A graph therefore never holds both a write into a tensor from outside it and an op
-// such a block covers: the trace breaks at whichever comes second.
+// the graph's own tensors (and for random numbers: the generators are put back), not for a
+// "lasting" op (a write into an input or a module's tensor, running statistics). A graph holding one gets no fallback, and its error
+// propagates from the graph call. Two things would then go wrong, so the trace breaks to keep
+// them out of such a graph:
+// - an except or finally block that eagerly sees the error would not see it: a graph never
+//   holds both a lasting op and an op such a block covers;
+// - the program's side effects (list appends, attribute and global writes), which generated
+//   code makes after the graph returns, would be lost for the ops that failed after them: in
+//   a graph with a lasting op every tensor op comes before every side effect.
+// The trace breaks at whichever comes second.
 // Arithmetic on sizes and ints is computed while tracing (under guards): only tensor ops can
 // fail when the graph runs.
 static bool touches_tensors(const Args& args, const KwArgs& kwargs) {
@@ -78,27 +84,43 @@ bool Tracer::writes_outside(PyObject* target, PyObject* fake_args, PyObject* fak
   return PyObject_IsTrue(aliases.get()) == 1;
 }
 
-void Tracer::keep_outside_writes_apart_from_handlers(graph::Op op, PyObject* target, PyObject* fake_args,
-                                                     PyObject* fake_kwargs) {
+bool Tracer::has_side_effects() const {
+  return !side_effects.mutated().empty() || !side_effects.global_writes().empty();
+}
+
+// `lasting`: why the op about to be recorded outlasts the graph, or null.
+void Tracer::keep_failures_recoverable(const std::string& what, const char* lasting) {
   const bool handled = in_handled_region();
-  const bool writes = writes_outside(target, fake_args, fake_kwargs);
-  auto what = [&] { return op == graph::Op::CallMethod ? "Tensor." + py_str(target) : py_repr(target); };
-  if (writes && (handled || graph_has_handled_op_))
-    unsupported("in_place_write_in_try", what() + " writes into a tensor from outside the graph, where an except or "
-                                                  "finally block sees the graph's errors");
-  if (handled && graph_writes_outside_)
-    unsupported("in_place_write_in_try", what() + " is covered by an except or finally block, and the graph already "
-                                                  "wrote into a tensor from outside it");
+  if (lasting && (handled || graph_has_handled_op_))
+    unsupported("lasting_op_in_try", what + " " + lasting + ", where an except or finally block sees the graph's errors");
+  if (handled && graph_cannot_rerun_)
+    unsupported("lasting_op_in_try", what + " is covered by an except or finally block, and the graph already "
+                                            "holds an op whose effect outlasts it");
+  if (may_split && has_side_effects()) {
+    if (lasting)
+      unsupported("lasting_op_after_side_effect",
+                  what + " " + lasting + ", after a side effect the graph makes when it returns");
+    if (graph_cannot_rerun_)
+      unsupported("lasting_op_after_side_effect", what + " comes after a side effect, in a graph holding an op whose "
+                                                         "effect outlasts it");
+  }
   graph_has_handled_op_ = graph_has_handled_op_ || handled;
-  graph_writes_outside_ = graph_writes_outside_ || writes;
+  graph_cannot_rerun_ = graph_cannot_rerun_ || lasting != nullptr;
+}
+
+const char* Tracer::lasting_effect(PyObject* target, PyObject* fake_args, PyObject* fake_kwargs) {
+  if (writes_outside(target, fake_args, fake_kwargs)) return "writes into a tensor from outside the graph";
+  py::Ref<> leaves = check(PyObject_CallFunctionObjArgs(bridge.op_leaves_a_trace.get(), target, fake_args,
+                                                        fake_kwargs, nullptr));
+  return PyObject_IsTrue(leaves.get()) == 1 ? "updates running statistics it is passed" : nullptr;
 }
 
 ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs) {
   py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
-  if (touches_tensors(args, kwargs))
-    keep_outside_writes_apart_from_handlers(op, target.get(), fake_args.get(), fake_kwargs.get());
   std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());
+  if (touches_tensors(args, kwargs))
+    keep_failures_recoverable(what, lasting_effect(target.get(), fake_args.get(), fake_kwargs.get()));
   py::Ref<> result = run_on_fakes(run_op_.get(), graph::op_name(op), target.get(), fake_args.get(),
                                   fake_kwargs.get(), bridge, what);
   shapes->after_op();
@@ -113,6 +135,9 @@ ValuePtr Tracer::record_module_call(PyObject* module, const std::string& name, c
                                     const KwArgs& kwargs) {
   py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
+  py::Ref<> leaves = check(PyObject_CallOneArg(bridge.module_leaves_a_trace.get(), module));
+  keep_failures_recoverable(py_repr((PyObject*)Py_TYPE(module)),
+                            PyObject_IsTrue(leaves.get()) == 1 ? "updates its buffers or writes in place" : nullptr);
   py::Ref<> result = run_on_fakes(run_op_.get(), "call_module", module, fake_args.get(), fake_kwargs.get(),
                                   bridge, py_repr((PyObject*)Py_TYPE(module)));
   shapes->after_op();

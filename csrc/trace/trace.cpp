@@ -64,7 +64,7 @@ std::vector<int> live_tensor_outputs(const FrameState& frame) {
 
 }  // namespace
 
-TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs, PyObject* log) {
+TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs, PyObject* log, bool may_split) {
   py::Ref<> bridge_module = check(PyImport_ImportModule("bytegraph._bridge"));
   py::Ref<> bound = check(PyObject_CallMethod(bridge_module.get(), "bind_arguments", "OOO", callable, args, kwargs));
   PyObject* function = PyTuple_GET_ITEM(bound.get(), 0);   // borrowed
@@ -78,7 +78,7 @@ TraceResult trace_function(PyObject* callable, PyObject* args, PyObject* kwargs,
   std::vector<PyObject*> slots(static_cast<size_t>(count), nullptr);
   for (int i = 0; i < count; ++i)
     slots[i] = PyDict_GetItem(arguments, PyTuple_GET_ITEM(varnames.get(), i));  // borrowed
-  return trace_frame(function, slots.data(), count, log);
+  return trace_frame(function, slots.data(), count, log, nullptr, may_split);
 }
 
 // BYTEGRAPH_TEST_TRACER=raise|break makes every trace fail (an internal error) or break before
@@ -91,7 +91,8 @@ static void apply_test_switch() {
   throw InternalError(std::string("BYTEGRAPH_TEST_TRACER must be 'raise' or 'break', not '") + mode + "'");
 }
 
-TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log, PyObject* shapes) {
+TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log, PyObject* shapes,
+                        bool may_split) {
   if (!PyFunction_Check(function)) throw PythonError::make(PyExc_TypeError, "trace_frame needs a Python function");
   apply_test_switch();
   py::CollectorPause collector_paused;
@@ -112,6 +113,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   } restore_grad_mode{bridge, grad_enabled.get()};
   Tracer tracer(py::Ref<>::newref(function), shapes == Py_None ? nullptr : shapes);
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
+  tracer.may_split = may_split;
   if (record::Recorder* recorder = record::attached())
     tracer.events = std::make_shared<record::TraceEvents>(*recorder, tracer);
   FrameState frame;

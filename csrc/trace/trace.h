@@ -52,13 +52,15 @@ struct TraceResult {
 // (tuple) and `kwargs` (dict). Throws Unsupported for breaks outside any instruction (e.g.
 // an unsupported return value) and PythonError for invalid arguments.
 // `log`, if not null, receives one line per interpreted instruction (see Tracer::log).
-TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs, PyObject* log = nullptr);
+// `may_split`: whether the caller takes a graph break as a split (Tracer::may_split).
+TraceResult trace_function(PyObject* function, PyObject* args, PyObject* kwargs, PyObject* log = nullptr,
+                           bool may_split = false);
 
 // The same for a frame about to run (the frame hook's entry): `function` is a Python
 // function and `arguments` its first `count` localsplus slots (positional, keyword-only,
 // *args tuple, **kwargs dict, in that order), borrowed; null slots are unbound.
 // `shapes`: what may be symbolic (bytegraph._dynamic.ShapePolicy), or null for a static trace.
 TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int count, PyObject* log = nullptr,
-                        PyObject* shapes = nullptr);
+                        PyObject* shapes = nullptr, bool may_split = false);
 
 }  // namespace bytegraph::trace

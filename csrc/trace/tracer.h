@@ -103,6 +103,9 @@ class Tracer {
   std::shared_ptr<record::TraceEvents> events;
   // Symbolic sizes and ints (symbolic.h); dormant while every value is static.
   std::unique_ptr<SymbolicShapes> shapes;
+  // Whether the trace may break where one graph would be less faithful than two (a failing op
+  // after a side effect): false under fullgraph, which keeps one graph as torch.compile does.
+  bool may_split = false;
 
   // Run when the trace ends: values that can reach themselves (a generator whose frame holds
   // it) drop what they hold, so the reference cycles are broken.
@@ -165,10 +168,11 @@ class Tracer {
   ValuePtr wrap_result(int node, PyObject* result);
   bool in_handled_region() const;
   bool writes_outside(PyObject* target, PyObject* fake_args, PyObject* fake_kwargs);
-  void keep_outside_writes_apart_from_handlers(graph::Op op, PyObject* target, PyObject* fake_args,
-                                               PyObject* fake_kwargs);
+  bool has_side_effects() const;
+  void keep_failures_recoverable(const std::string& what, const char* lasting);
+  const char* lasting_effect(PyObject* target, PyObject* fake_args, PyObject* fake_kwargs);
   bool graph_has_handled_op_ = false;  // an op an except or finally block covers
-  bool graph_writes_outside_ = false;  // an op writing into an input or a module's tensor
+  bool graph_cannot_rerun_ = false;    // an op whose effect outlasts the graph (lasting, above)
   py::Ref<> outside_tensors_;          // a list: the fakes of inputs and module tensors seen so far
   size_t outside_inputs_seen_ = 0, outside_module_tensors_seen_ = 0;
   ValuePtr wrap_items(int node, PyObject* result);

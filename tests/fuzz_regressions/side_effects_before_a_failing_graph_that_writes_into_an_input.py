@@ -1,13 +1,12 @@
 """A graph that writes into an input cannot be run again when one of its ops fails at run
-time (the write would happen twice), so generated code lets the error propagate from the
-graph call, and the side effects the program made before the failing op (here the append to
-LOG), which generated code writes after the graph returns, are lost (seed 2, programs 1071
-and 1201). torch.compile does the same."""
+time (the write would happen twice), so its error propagates from the graph call; the side
+effects the program made before the failing op (here the append to LOG), which generated code
+makes after the graph returns, were lost (seed 2, programs 1071 and 1201). torch.compile does
+the same. The trace now breaks so that in a graph holding such a write every tensor op comes
+before every side effect (Tracer::keep_failures_recoverable)."""
 
 FUZZ_BACKENDS = ("eager",)
 FUZZ_VERDICT = "wrong"
-FUZZ_KNOWN_BUG = ("a graph that writes into an input and fails at run time drops the side effects the program "
-                  "made before the failing op")
 
 import torch
 

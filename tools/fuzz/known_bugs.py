@@ -27,17 +27,7 @@ class KnownBug:
                 and re.search(self.source, source) is not None)
 
 
-# A graph op that fails only when it runs (fake tensors cannot tell): an index out of range,
-# a singular matrix, an in-place write whose operand overlaps the written tensor.
-_RUN_TIME_ERROR = r"(IndexError|_LinAlgError|RuntimeError): (index \d+ is out of bounds|linalg|unsupported operation)"
-# In-place writes the generated programs make into their arguments.
-_WRITES_IN_PLACE = r"\w+\[[^\]]*\] [-+*/]?= |\.\w+_\(|\w+ [-+*/]= "
-
 KNOWN_BUGS = (
-    KnownBug(
-        "side_effects_before_a_failing_graph_that_writes_into_an_input",
-        "side_effects_before_a_failing_graph_that_writes_into_an_input.py", ("wrong",),
-        r"^both raised " + _RUN_TIME_ERROR + r".*; call\['(globals|args)'\]", _WRITES_IN_PLACE),
     KnownBug(
         "aot_eager_in_place_write_of_a_differentiable_value_into_an_input",
         "aot_eager_in_place_write_of_a_differentiable_value_into_an_input.py", ("internal",),
