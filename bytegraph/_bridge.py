@@ -22,6 +22,7 @@ import enum
 import logging
 import math
 import operator
+import os
 import types
 import weakref
 
@@ -40,6 +41,28 @@ _dynamic_log = logging.getLogger("bytegraph.dynamic")
 
 class DataDependentOp(Exception):
     """An operation whose result cannot be computed from tensor metadata alone."""
+
+
+class UnfakeableTensor(Exception):
+    """A tensor torch's fake tensors cannot copy (its metadata does not survive the copy: a
+    view whose base was later written in place with a value that requires grad)."""
+
+
+_TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
+
+
+def _fake_copy(make):
+    """make(), a fake copy of a real tensor; an error raised inside torch (its meta converter
+    checks that the copy's metadata matches) becomes UnfakeableTensor, ours stays ours."""
+    try:
+        return make()
+    except Exception as error:
+        innermost = error.__traceback__
+        while innermost.tb_next is not None:
+            innermost = innermost.tb_next
+        if os.path.realpath(innermost.tb_frame.f_code.co_filename).startswith(_TORCH_DIR):
+            raise UnfakeableTensor(f"{type(error).__name__}: {error}") from error
+        raise
 
 
 class NodeRef:
@@ -118,7 +141,7 @@ class Session:
         self.log_dynamic = shapes is not None and _dynamic_log.isEnabledFor(logging.INFO)
 
     def fake_input(self, real: torch.Tensor):
-        return self._fakes.fake(real)
+        return _fake_copy(lambda: self._fakes.fake(real))
 
     def wrap_input(self, real: torch.Tensor, source_name: str):
         """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
@@ -126,7 +149,7 @@ class Session:
         dims = self.policy.tensor_dims(source_name, real) if self.policy is not None else None
         if dims is None:
             return self.fake_input(real), None
-        fake, lifted, sizes, strides = self._shapes().tensor(self.mode, real, source_name, dims)
+        fake, lifted, sizes, strides = _fake_copy(lambda: self._shapes().tensor(self.mode, real, source_name, dims))
         return fake, (lifted, sizes, strides)
 
     def wrap_int(self, value: int, source_name: str):

@@ -439,3 +439,30 @@ def test_fullgraph_keeps_a_side_effect_and_a_write_into_an_input_in_one_graph():
     assert same(bytegraph.compile(f, backend=counter, fullgraph=True)(x), torch.full((2,), 3.0))
     assert same(x, torch.full((2,), 2.0)) and LOG == ["before"]
     assert counter.frame_count == 1 and counter.op_count == 2
+
+
+def test_a_view_whose_base_was_written_with_grad_makes_its_resume_function_run_eagerly(caplog):
+    # torch's fake tensors cannot copy the view (its requires_grad changed with its base's).
+    def f(a, w, box):
+        box.calls += 1
+        view = a[-1]
+        a *= w  # after the side effect: the trace breaks here, and the view is passed on
+        return view * 2
+
+    class Box:
+        calls = 0
+
+    def inputs():
+        return torch.ones(2, 3), torch.full((3,), 2.0, requires_grad=True), Box()
+
+    a, w, box = inputs()
+    expected = f(a, w, box)
+    cf, counter = compiled_with_counter(f)
+    a2, w2, box2 = inputs()
+    with caplog.at_level(logging.INFO, logger="bytegraph.graph_breaks"):
+        result = cf(a2, w2, box2)
+    assert same(result, expected) and same(a2, a) and box2.calls == 1
+    assert result.requires_grad
+    assert counter.frame_count == 1 and counter.op_count == 1  # the view; the resume function runs eagerly
+    assert any("(unfakeable_tensor): L['view']" in r.getMessage() for r in caplog.records)
+    assert break_kind(f, *inputs()) == "lasting_op_after_side_effect"

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "python/errors.h"
+#include "trace/value.h"
 
 namespace bytegraph::trace {
 
@@ -35,6 +36,7 @@ const Bridge& Bridge::get() {
     b->aliases_any = attr(module.get(), "aliases_any");
     b->tensor_read_error = attr(module.get(), "tensor_read_error");
     b->list_iterator_at = attr(module.get(), "list_iterator_at");
+    b->unfakeable_tensor = attr(module.get(), "UnfakeableTensor");
     py::Ref<> graph_failure = check(PyImport_ImportModule("bytegraph._graph_failure"));
     b->op_leaves_a_trace = attr(graph_failure.get(), "op_leaves_a_trace");
     b->module_leaves_a_trace = attr(graph_failure.get(), "module_leaves_a_trace");
@@ -57,6 +59,14 @@ const Bridge& Bridge::get() {
     return b;
   }();
   return *bridge;
+}
+
+void fake_failed(const std::string& what) {
+  if (PyErr_ExceptionMatches(Bridge::get().unfakeable_tensor.get())) {
+    PythonError error = PythonError::fetch();
+    unsupported("unfakeable_tensor", what + " cannot be copied as a fake tensor: " + error.what());
+  }
+  throw_python_error();
 }
 
 ObjectKind classify(PyObject* object) {

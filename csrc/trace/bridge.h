@@ -35,6 +35,7 @@ struct Bridge {
   py::Ref<> aliases_any;            // _bridge.aliases_any
   py::Ref<> tensor_read_error;      // _bridge.tensor_read_error
   py::Ref<> list_iterator_at;       // _bridge.list_iterator_at (generated code calls it)
+  py::Ref<> unfakeable_tensor;      // _bridge.UnfakeableTensor
   py::Ref<> op_leaves_a_trace;      // _graph_failure.op_leaves_a_trace
   py::Ref<> module_leaves_a_trace;  // _graph_failure.module_leaves_a_trace
 
@@ -48,5 +49,10 @@ enum class ObjectKind {
   UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
 };
 ObjectKind classify(PyObject* object);
+
+// Call with a Python error set by making a fake of `what` (an input, a module's tensor): a
+// tensor fake tensors cannot copy becomes a graph break (the frame then runs eagerly), any
+// other error is rethrown.
+[[noreturn]] void fake_failed(const std::string& what);
 
 }  // namespace bytegraph::trace

@@ -84,7 +84,8 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
   if (problem.get() != Py_None) unsupported("python_error", "reading " + source->repr() + " raises " + py_str(problem.get()));
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
-  py::Ref<> fake = check(PyObject_CallOneArg(fake_input_.get(), real));
+  py::Ref<> fake = py::Ref<>::steal(PyObject_CallOneArg(fake_input_.get(), real));
+  if (!fake) fake_failed(source->repr());
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
   graph::Node& node = graph.append(graph::Op::GetAttr, std::move(target), nullptr, nullptr,
                                    fake.copy(), location(), name);

@@ -172,7 +172,8 @@ std::string SymbolicShapes::where() const {
 
 SymbolicShapes::TensorInput SymbolicShapes::tensor_input(PyObject* real, const guards::SourcePtr& source) {
   std::string name = source->repr();
-  py::Ref<> result = check(PyObject_CallMethod(session_, "wrap_input", "Os", real, name.c_str()));
+  py::Ref<> result = py::Ref<>::steal(PyObject_CallMethod(session_, "wrap_input", "Os", real, name.c_str()));
+  if (!result) fake_failed(name);
   TensorInput input;
   input.fake = py::Ref<>::newref(PyTuple_GET_ITEM(result.get(), 0));
   PyObject* info = PyTuple_GET_ITEM(result.get(), 1);  // borrowed
