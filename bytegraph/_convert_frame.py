@@ -16,6 +16,7 @@ import linecache
 import logging
 import os
 import sysconfig
+import weakref
 
 import torch
 
@@ -86,6 +87,10 @@ _INTERNAL_MODULES = (
     "stance",
     "testing",
 )
+# Breaks that come from one call's arguments, not from the code: a tensor that cannot be read
+# or copied as a fake. The frame runs eagerly for that call and is offered again on the next.
+_ONE_CALLS_BREAKS = frozenset({"unfakeable_tensor"})
+
 _INTERNAL_FILES = frozenset(os.path.join(_PACKAGE_DIR, name + ".py") for name in _INTERNAL_MODULES)
 
 
@@ -121,6 +126,7 @@ class FrameConverter:
         self.guard_fail_fn = guard_fail_fn
         self.recompile_limit = recompile_limit
         self.compile_count = 0
+        self._input_breaks = weakref.WeakKeyDictionary()  # code -> calls that broke on their inputs
 
     def __call__(self, frame_info):
         code = frame_info.f_code
@@ -279,10 +285,20 @@ class FrameConverter:
         if self.fullgraph:
             raise graph_break_error(kind, message, user_stack, code) from None
         self._report_break(code, kind, message, user_stack)
-        # Until frames are split at breaks, a frame that breaks runs as it is (its callees
-        # are still offered to the hook, and captured on their own).
+        if kind in _ONE_CALLS_BREAKS and self._retry_later(code):
+            return None
+        # A frame that breaks where nothing can be split runs as it is from now on (its
+        # callees are still offered to the hook, and captured on their own).
         _never_offer_again(code)
         return None
+
+    def _retry_later(self, code):
+        """Whether `code`, which broke on this call's inputs alone, is offered again on later
+        calls (up to the cache size limit, so that inputs that always break cost no more)."""
+        tries = self._input_breaks.get(code, 0) + 1
+        self._input_breaks[code] = tries
+        limit = self.recompile_limit if self.recompile_limit is not None else config.cache_size_limit
+        return tries < limit
 
     def __repr__(self):
         return (

@@ -294,6 +294,46 @@ def test_an_input_whose_autograd_metadata_raises_when_read_runs_eagerly():
     assert counter.frame_count == 1
 
 
+def test_a_first_call_whose_input_cannot_be_read_leaves_later_calls_compiled():
+    def f(a, b):
+        return b * 2 + a.sum()
+
+    base = torch.randn(2, 3, requires_grad=True).clone()
+    with torch.no_grad():
+        view = base.split(1)[0]
+    base.mul_(2)  # reading the view's autograd metadata now raises
+    cf, counter = compiled_with_counter(f)
+    with pytest.raises(RuntimeError, match="view"):
+        cf(view, torch.ones(2))  # runs eagerly, which raises
+    assert counter.frame_count == 0
+    assert same(cf(torch.ones(1, 3), torch.ones(2)), torch.full((2,), 5.0))
+    assert counter.frame_count == 1  # offered again, and captured
+
+
+def test_a_frame_whose_inputs_never_can_be_read_stops_being_traced():
+    def f(a):
+        return a * 2
+
+    base = torch.randn(2, 3, requires_grad=True).clone()
+    with torch.no_grad():
+        view = base.split(1)[0]
+    base.mul_(2)
+    cf, counter = compiled_with_counter(f)
+    traced = []
+    original = _C.trace.trace_frame
+
+    def counting(*args, **kwargs):
+        traced.append(1)
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_C.trace, "trace_frame", counting)
+        for _ in range(3 * bytegraph.config.cache_size_limit):
+            with pytest.raises(RuntimeError, match="view"):
+                cf(view)
+    assert len(traced) == bytegraph.config.cache_size_limit and counter.frame_count == 0
+
+
 def test_torch_sort_does_not_count_as_a_write():
     # aten.sort's overloads include an in-place sort of Python lists: no tensor is written.
     def f(a):

@@ -67,9 +67,10 @@ constexpr std::array kBreakKinds = {
                                "reading .grad of an intermediate); call it outside the compiled function"},
     BreakKind{"unbound_local", "a variable is read before it is assigned (UnboundLocalError); it runs eagerly so "
                                "the error is raised as Python raises it"},
-    BreakKind{"unfakeable_tensor", "torch's fake tensors cannot copy this tensor (e.g. a view whose base was "
-                                   "written in place with a value that requires grad); the frame runs eagerly from "
-                                   "here; .clone() it, or write into the view itself, to capture it"},
+    BreakKind{"unfakeable_tensor", "this tensor cannot be copied as a fake tensor (its autograd metadata raises "
+                                   "when read, or changes in the copy: a view whose base was written in place with a "
+                                   "value that requires grad); the frame runs eagerly for this call; pass a .clone() "
+                                   "to capture it"},
     BreakKind{"unsupported_attribute", "this attribute is not captured (a property, a C attribute or a missing "
                                        "one); read it outside the compiled function and pass the value in"},
     BreakKind{"unsupported_branch", "the branch tests a value whose truth is unknown at compile time; branch on "

@@ -61,7 +61,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   // place) cannot be faked or guarded; the frame runs eagerly, where the same read raises.
   py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
   if (problem.get() != Py_None) {
-    unsupported("python_error", "reading " + source->repr() + " raises " + py_str(problem.get()));
+    unsupported("unfakeable_tensor", "reading " + source->repr() + " raises " + py_str(problem.get()));
   }
   // Symbolic sizes get their own placeholders, before the tensor's.
   SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
@@ -82,7 +82,8 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   for (const auto& known : module_tensors)
     if (known.real.get() == real) return known.value;
   py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
-  if (problem.get() != Py_None) unsupported("python_error", "reading " + source->repr() + " raises " + py_str(problem.get()));
+  if (problem.get() != Py_None)
+    unsupported("unfakeable_tensor", "reading " + source->repr() + " raises " + py_str(problem.get()));
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
   py::Ref<> fake = py::Ref<>::steal(PyObject_CallOneArg(fake_input_.get(), real));
   if (!fake) fake_failed(source->repr());
