@@ -8,9 +8,10 @@ returns). So generated code catches the graph's exception and runs the frame's o
 from its start instead (csrc/codegen/eager_fallback.h): the op raises again in its place.
 
 That re-run is exact only when the failed graph left nothing behind (writes into tensors the
-graph made itself are invisible outside it). A graph that writes in place into its inputs (or
-into views of them), draws random numbers or calls a module as a whole that has buffers
-(batch norm updates its statistics) or drops out at random gets no fallback, and its error
+graph made itself are invisible outside it; a graph that draws random numbers puts its
+generators back when it fails, so the re-run draws what eager draws). A graph that writes in
+place into its inputs (or into views of them), updates running statistics it is passed or
+calls a module as a whole that has buffers (batch norm) gets no fallback, and its error
 propagates from the graph call. The tracer (Tracer::keep_failures_recoverable, asking
 op_leaves_a_trace and module_leaves_a_trace below) keeps such ops and the ops an except or
 finally block covers in separate graphs, so that what a handler sees can always fall back, and
@@ -201,47 +202,56 @@ def can_run_again(gm):
     return True
 
 
-def _random_devices(gm):
-    """The devices whose generators the graph draws from (None: one it names itself)."""
-    devices = set()
+def _default_generator(device):
+    """The default generator of `device`, or None where it is not known."""
+    if device.type == "cpu":
+        return torch.default_generator
+    try:
+        module = torch.get_device_module(device.type)
+        index = device.index if device.index is not None else module.current_device()
+        return module.default_generators[index]
+    except (AttributeError, IndexError, RuntimeError, TypeError):
+        return None
+
+
+def _generators_drawn_from(gm):
+    """The generators the graph's random ops draw from (the default ones of their outputs'
+    devices, or one passed as `generator=`), or None where one is not known."""
+    generators = {}
     for node in gm.graph.nodes:
         if node.op == "call_module":
             random = _module_draws_random_numbers(gm.get_submodule(node.target))
         elif node.op in ("call_function", "call_method"):
             random = draws_random_numbers(node.target, node.args, node.kwargs)
-            if random and isinstance(node.kwargs.get("generator"), torch.Generator):
-                return None
         else:
             continue
-        if random:
-            values = [v for v in torch.utils._pytree.tree_leaves(node.meta.get("example_value"))
-                      if isinstance(v, torch.Tensor)]
-            if not values:
+        if not random:
+            continue
+        passed = node.kwargs.get("generator")
+        if isinstance(passed, torch.Generator):
+            generators[id(passed)] = passed
+            continue
+        devices = {value.device for value in torch.utils._pytree.tree_leaves(node.meta.get("example_value"))
+                   if isinstance(value, torch.Tensor)}
+        if not devices:
+            return None
+        for device in devices:
+            generator = _default_generator(device)
+            if generator is None:
                 return None
-            devices.update(value.device for value in values)
-    return devices
-
-
-def _default_generator(device):
-    if device.type == "cpu":
-        return torch.default_generator
-    generators = getattr(torch.get_device_module(device.type), "default_generators", ())
-    index = device.index if device.index is not None else torch.get_device_module(device.type).current_device()
-    return generators[index] if index < len(generators) else None
+            generators[id(generator)] = generator
+    return list(generators.values())
 
 
 def restoring_generators(gm, compiled):
     """`compiled`, or for a graph that draws random numbers, `compiled` putting the generators'
     states back when it raises, so that the original code run after the failure draws the
     numbers eager would; None when the generators are not known (the graph cannot run again)."""
-    devices = _random_devices(gm)
-    if devices is None:
+    generators = _generators_drawn_from(gm)
+    if generators is None:
         return None
-    if not devices:
+    if not generators:
         return compiled
-    generators = [_default_generator(device) for device in devices]
-    if any(generator is None for generator in generators):
-        return None
 
     @functools.wraps(compiled)
     def run(*args):

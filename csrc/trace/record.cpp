@@ -39,8 +39,8 @@ py::Ref<> run_on_fakes(PyObject* run_op, const char* kind, PyObject* target, PyO
 // Generated code runs the frame's original code when a graph fails at run time
 // (codegen/eager_fallback.h), which repeats what the graph did before it failed: harmless for
 // the graph's own tensors (and for random numbers: the generators are put back), not for a
-// "lasting" op (a write into an input or a module's tensor, running statistics). A graph holding one gets no fallback, and its error
-// propagates from the graph call. Two things would then go wrong, so the trace breaks to keep
+// "lasting" op (a write into an input or a module's tensor, running statistics). A graph
+// holding one gets no fallback, and its error propagates from the graph call. Two things would then go wrong, so the trace breaks to keep
 // them out of such a graph:
 // - an except or finally block that eagerly sees the error would not see it: a graph never
 //   holds both a lasting op and an op such a block covers;
@@ -92,7 +92,8 @@ bool Tracer::has_side_effects() const {
 void Tracer::keep_failures_recoverable(const std::string& what, const char* lasting) {
   const bool handled = in_handled_region();
   if (lasting && (handled || graph_has_handled_op_))
-    unsupported("lasting_op_in_try", what + " " + lasting + ", where an except or finally block sees the graph's errors");
+    unsupported("lasting_op_in_try",
+                what + " " + lasting + ", where an except or finally block sees the graph's errors");
   if (handled && graph_cannot_rerun_)
     unsupported("lasting_op_in_try", what + " is covered by an except or finally block, and the graph already "
                                             "holds an op whose effect outlasts it");
