@@ -27,6 +27,7 @@ import types
 import weakref
 
 import torch
+import torch._prims_common
 import torch.fx
 
 from bytegraph import _fake_cache
@@ -41,6 +42,14 @@ _dynamic_log = logging.getLogger("bytegraph.dynamic")
 
 class DataDependentOp(Exception):
     """An operation whose result cannot be computed from tensor metadata alone."""
+
+
+def _strides_follow_sizes(real):
+    """Whether symbolic sizes would give the tensor's strides (it is dense, in any dim order).
+    A slice that skips elements (a matrix's column) is not: its stride would be a symbol of
+    its own that no graph input carries, which a backend tracing the graph again cannot find,
+    so such a tensor stays static (its frame is compiled again when its sizes change)."""
+    return torch._prims_common.is_non_overlapping_and_dense_or_false(real)
 
 
 class UnfakeableTensor(Exception):
@@ -147,7 +156,7 @@ class Session:
         """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
         strides)) for one with symbolic sizes (see `_bridge_shapes.Shapes.tensor`)."""
         dims = self.policy.tensor_dims(source_name, real) if self.policy is not None else None
-        if dims is None:
+        if dims is None or not _strides_follow_sizes(real):
             return self.fake_input(real), None
         fake, lifted, sizes, strides = _fake_copy(lambda: self._shapes().tensor(self.mode, real, source_name, dims))
         return fake, (lifted, sizes, strides)

@@ -63,7 +63,6 @@ class _Tracked:
 
 _DIM_DYNAMIC = {"static": DimDynamic.STATIC, "dynamic": DimDynamic.DYNAMIC, "duck": DimDynamic.DUCK}
 
-
 class Shapes:
     """The symbolic state of one trace: its ShapeEnv and the inputs whose sizes are symbols."""
 

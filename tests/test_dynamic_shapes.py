@@ -515,3 +515,24 @@ def reshape_with_a_built_shape(x):
 def test_tuples_of_constants_joined_with_symbolic_sizes_stay_in_the_graph():
     counter = sweep(reshape_with_a_built_shape, [(torch.randn(2, s, 3),) for s in range(4, 9)], dynamic=True)
     assert counter.frame_count == 1
+
+
+def test_a_strided_view_input_stays_static_and_an_aot_backend_compiles_it():
+    # A column of a matrix skips elements: its stride (the row length) does not follow from
+    # its size. Made symbolic, the stride was a symbol no graph input carried, and AOTAutograd
+    # failed ("s2 is not tracked with proxy"). Such a tensor stays static instead.
+    def write_column(a, column):
+        a[:, 0] = column * 2
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = bytegraph.compile(write_column, backend=counter)
+    for rows in (3, 2, 5):
+        a = torch.randn(rows, 4)
+        expected = a.clone()
+        write_column(expected, expected[:, 0])
+        compiled(a, a[:, 0])
+        assert same(a, expected)
+    assert counter.frame_count == 3  # one graph per size: the column's size is static
+    for gm in counter.graphs:
+        column = placeholders(gm)["column"]
+        assert all(isinstance(n, int) for n in (*column.shape, *column.stride()))
