@@ -27,7 +27,6 @@ import types
 import weakref
 
 import torch
-import torch._prims_common
 import torch.fx
 
 from bytegraph import _fake_cache
@@ -45,11 +44,17 @@ class DataDependentOp(Exception):
 
 
 def _strides_follow_sizes(real):
-    """Whether symbolic sizes would give the tensor's strides (it is dense, in any dim order).
-    A slice that skips elements (a matrix's column) is not: its stride would be a symbol of
-    its own that no graph input carries, which a backend tracing the graph again cannot find,
-    so such a tensor stays static (its frame is compiled again when its sizes change)."""
-    return torch._prims_common.is_non_overlapping_and_dense_or_false(real)
+    """Whether symbolic sizes would give the tensor's strides: they are a dense layout's in
+    some dim order, size-1 dims included. A slice that skips elements (a matrix's column, even
+    of one row) is not: its stride would be a symbol of its own that no graph input carries,
+    which a backend tracing the graph again cannot find, so such a tensor stays static (its
+    frame is compiled again when its sizes change)."""
+    expected = 1
+    for dim in sorted(range(real.dim()), key=lambda d: (real.stride(d), real.shape[d])):
+        if real.stride(dim) != expected:
+            return False
+        expected *= real.shape[dim]
+    return True
 
 
 class UnfakeableTensor(Exception):

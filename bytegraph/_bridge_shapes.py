@@ -63,6 +63,19 @@ class _Tracked:
 
 _DIM_DYNAMIC = {"static": DimDynamic.STATIC, "dynamic": DimDynamic.DYNAMIC, "duck": DimDynamic.DUCK}
 
+def _free_symbols(values):
+    return set().union(*(v.node.expr.free_symbols for v in values if isinstance(v, torch.SymInt)))
+
+
+def _check_layout_symbols(fake):
+    """Graph inputs carry the symbols of sizes: a stride or offset with a symbol of its own
+    would reach a backend that cannot find it (AOTAutograd: "is not tracked with proxy")."""
+    if not _free_symbols([*fake.stride(), fake.storage_offset()]) <= _free_symbols(fake.shape):
+        from bytegraph._bridge import UnfakeableTensor
+
+        raise UnfakeableTensor(f"its strides {tuple(fake.stride())} hold symbols its sizes {tuple(fake.shape)} do not")
+
+
 class Shapes:
     """The symbolic state of one trace: its ShapeEnv and the inputs whose sizes are symbols."""
 
@@ -97,6 +110,7 @@ class Shapes:
             fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
         except ConstraintViolationError as error:  # a marked size outside its mark_dynamic bounds
             raise ConstraintViolation(f"{name}: {error}") from None
+        _check_layout_symbols(fake)
         lifted = []
         for dim, size in enumerate(fake.shape):
             symbol = symbol_name(size)

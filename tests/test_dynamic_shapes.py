@@ -536,3 +536,20 @@ def test_a_strided_view_input_stays_static_and_an_aot_backend_compiles_it():
     for gm in counter.graphs:
         column = placeholders(gm)["column"]
         assert all(isinstance(n, int) for n in (*column.shape, *column.stride()))
+
+
+def test_a_one_row_column_input_stays_static_too():
+    def write_column(a, column):
+        a[:, 0] = column * 2
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = bytegraph.compile(write_column, backend=counter)
+    for rows in (3, 1, 3, 1):
+        a = torch.randn(rows, 4)
+        expected = a.clone()
+        write_column(expected, expected[:, 0])
+        compiled(a, a[:, 0])
+        assert same(a, expected)
+    assert counter.frame_count == 2  # one graph per size, each reused
+    for gm in counter.graphs:
+        assert all(isinstance(n, int) for n in placeholders(gm)["column"].stride())
