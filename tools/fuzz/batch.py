@@ -52,9 +52,9 @@ class _Worker:
         ready = self.read_answer(time.monotonic() + self.STARTUP_SECONDS)
         self.started = ready is not None and ready.get("event") == "ready"
 
-    def send(self, job):
+    def send(self, job, dump_after=None):
         self.stderr.truncate(0)  # the last words kept are this job's
-        request = {"id": job.id, "source": job.source, "backends": list(job.backends)}
+        request = {"id": job.id, "source": job.source, "backends": list(job.backends), "dump_after": dump_after}
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
 
@@ -74,7 +74,7 @@ class _Worker:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def last_words(self, limit=3000):
+    def last_words(self, limit=8000):
         self.stderr.seek(0, os.SEEK_END)
         size = self.stderr.tell()
         self.stderr.seek(max(0, size - limit))
@@ -152,7 +152,7 @@ class WorkerPool:
         if not worker.started:
             return self._crash(worker, "the worker did not start"), 0.0
         try:
-            worker.send(job)
+            worker.send(job, dump_after=self.timeout * 0.9)  # stacks in the last words of a hang
         except BrokenPipeError:
             return self._crash(worker, "the worker died before the program was sent"), 0.0
         deadline = start + self.timeout

@@ -1,10 +1,13 @@
 """The process that runs programs for the batch driver: `python -m tools.fuzz.worker`.
 
-Reads one JSON request per line on stdin ({"id", "source", "backends"}) and answers each on
-the original stdout with {"id", "event": "done", "outcome", "seconds"}. Anything the
-programs or libraries write to stdout goes to stderr, so it cannot garble an answer.
+Reads one JSON request per line on stdin ({"id", "source", "backends", "dump_after"}) and
+answers each on the original stdout with {"id", "event": "done", "outcome", "seconds"}.
+Anything the programs or libraries write to stdout goes to stderr, so it cannot garble an
+answer. A program still running after `dump_after` seconds has every thread's stack written
+to stderr, which the driver reports as the last words of a hang.
 """
 
+import faulthandler
 import json
 import logging
 import os
@@ -32,10 +35,14 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         start = time.perf_counter()
+        if request.get("dump_after"):
+            faulthandler.dump_traceback_later(request["dump_after"], file=sys.stderr)
         try:
             outcome = run_program(request["source"], tuple(request["backends"]), filename=f"<{request['id']}>")
         except Exception as error:  # a program the runner itself cannot run (a shrink candidate)
             outcome = Outcome("error", f"{type(error).__name__}: {error}")
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         answers.write(json.dumps({"id": request["id"], "event": "done", "outcome": outcome.to_dict(),
                                   "seconds": time.perf_counter() - start}) + "\n")
 
