@@ -22,7 +22,6 @@ import enum
 import logging
 import math
 import operator
-import os
 import types
 import weakref
 
@@ -30,6 +29,7 @@ import torch
 import torch.fx
 
 from bytegraph import _fake_cache
+from bytegraph._fake_cache import UnfakeableTensor  # noqa: F401  (the tracer reads it here)
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -41,42 +41,6 @@ _dynamic_log = logging.getLogger("bytegraph.dynamic")
 
 class DataDependentOp(Exception):
     """An operation whose result cannot be computed from tensor metadata alone."""
-
-
-def _strides_follow_sizes(real):
-    """Whether symbolic sizes would give the tensor's strides: they are a dense layout's in
-    some dim order, size-1 dims included. A slice that skips elements (a matrix's column, even
-    of one row) is not: its stride would be a symbol of its own that no graph input carries,
-    which a backend tracing the graph again cannot find, so such a tensor stays static (its
-    frame is compiled again when its sizes change)."""
-    expected = 1
-    for dim in sorted(range(real.dim()), key=lambda d: (real.stride(d), real.shape[d])):
-        if real.stride(dim) != expected:
-            return False
-        expected *= real.shape[dim]
-    return True
-
-
-class UnfakeableTensor(Exception):
-    """A tensor torch's fake tensors cannot copy (its metadata does not survive the copy: a
-    view whose base was later written in place with a value that requires grad)."""
-
-
-_TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
-
-
-def _fake_copy(make):
-    """make(), a fake copy of a real tensor; an error raised inside torch (its meta converter
-    checks that the copy's metadata matches) becomes UnfakeableTensor, ours stays ours."""
-    try:
-        return make()
-    except Exception as error:
-        innermost = error.__traceback__
-        while innermost.tb_next is not None:
-            innermost = innermost.tb_next
-        if os.path.realpath(innermost.tb_frame.f_code.co_filename).startswith(_TORCH_DIR):
-            raise UnfakeableTensor(f"{type(error).__name__}: {error}") from error
-        raise
 
 
 class NodeRef:
@@ -155,15 +119,16 @@ class Session:
         self.log_dynamic = shapes is not None and _dynamic_log.isEnabledFor(logging.INFO)
 
     def fake_input(self, real: torch.Tensor):
-        return _fake_copy(lambda: self._fakes.fake(real))
+        return _fake_cache.fake_copy(lambda: self._fakes.fake(real))
 
     def wrap_input(self, real: torch.Tensor, source_name: str):
         """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
         strides)) for one with symbolic sizes (see `_bridge_shapes.Shapes.tensor`)."""
         dims = self.policy.tensor_dims(source_name, real) if self.policy is not None else None
-        if dims is None or not _strides_follow_sizes(real):
+        if dims is None or not _fake_cache.strides_follow_sizes(real):
             return self.fake_input(real), None
-        fake, lifted, sizes, strides = _fake_copy(lambda: self._shapes().tensor(self.mode, real, source_name, dims))
+        shapes = self._shapes()
+        fake, lifted, sizes, strides = _fake_cache.fake_copy(lambda: shapes.tensor(self.mode, real, source_name, dims))
         return fake, (lifted, sizes, strides)
 
     def wrap_int(self, value: int, source_name: str):

@@ -33,6 +33,7 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.printers import PythonPrinter
 from torch.utils._sympy.value_ranges import ValueRanges
 
+from bytegraph._fake_cache import UnfakeableTensor
 from bytegraph._shape_spec import ConstraintViolation, DimSpec, SourceName  # noqa: F401  (re-exported)
 
 log = logging.getLogger("bytegraph.dynamic")
@@ -63,6 +64,7 @@ class _Tracked:
 
 _DIM_DYNAMIC = {"static": DimDynamic.STATIC, "dynamic": DimDynamic.DYNAMIC, "duck": DimDynamic.DUCK}
 
+
 def _free_symbols(values):
     return set().union(*(v.node.expr.free_symbols for v in values if isinstance(v, torch.SymInt)))
 
@@ -71,8 +73,6 @@ def _check_layout_symbols(fake):
     """Graph inputs carry the symbols of sizes: a stride or offset with a symbol of its own
     would reach a backend that cannot find it (AOTAutograd: "is not tracked with proxy")."""
     if not _free_symbols([*fake.stride(), fake.storage_offset()]) <= _free_symbols(fake.shape):
-        from bytegraph._bridge import UnfakeableTensor
-
         raise UnfakeableTensor(f"its strides {tuple(fake.stride())} hold symbols its sizes {tuple(fake.shape)} do not")
 
 

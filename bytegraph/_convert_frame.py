@@ -207,7 +207,6 @@ class FrameConverter:
             with record.phase("backend"):
                 compiled = backends.call_backend(backend, gm, list(result.example_inputs), graph_name,
                                                  fake_mode=result.fake_mode)
-            _readable_code.name_constant(compiled, graph_name)
             record.add_graph(graph_name, gm, pieces=_distributed.piece_count(backend))
         with record.phase("guards"):
             _add_shape_guards(result, code)

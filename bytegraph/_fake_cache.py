@@ -16,8 +16,13 @@ mode can never serve a stale fake.
 
 A trace that turns symbolic gives the mode a ShapeEnv: the mode then belongs to that trace
 (`retire`), and the next static trace starts a new one.
+
+A tensor torch cannot fake (its meta converter rejects the copy) raises UnfakeableTensor
+through `fake_copy`, which the tracer turns into a graph break; `strides_follow_sizes` says
+whether a tensor's strides can be symbolic the way its sizes are.
 """
 
+import os
 import threading
 import weakref
 
@@ -125,3 +130,39 @@ def clear():
     fakes = getattr(_local, "fakes", None)
     if fakes is not None:
         fakes.retire()
+
+
+def strides_follow_sizes(real):
+    """Whether symbolic sizes would give the tensor's strides: they are a dense layout's in
+    some dim order, size-1 dims included. A slice that skips elements (a matrix's column, even
+    of one row) is not: its stride would be a symbol of its own that no graph input carries,
+    which a backend tracing the graph again cannot find, so such a tensor stays static (its
+    frame is compiled again when its sizes change)."""
+    expected = 1
+    for dim in sorted(range(real.dim()), key=lambda d: (real.stride(d), real.shape[d])):
+        if real.stride(dim) != expected:
+            return False
+        expected *= real.shape[dim]
+    return True
+
+
+class UnfakeableTensor(Exception):
+    """A tensor torch's fake tensors cannot copy (its metadata does not survive the copy: a
+    view whose base was later written in place with a value that requires grad)."""
+
+
+_TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
+
+
+def fake_copy(make):
+    """make(), a fake copy of a real tensor; an error raised inside torch (its meta converter
+    checks that the copy's metadata matches) becomes UnfakeableTensor, ours stays ours."""
+    try:
+        return make()
+    except Exception as error:
+        innermost = error.__traceback__
+        while innermost.tb_next is not None:
+            innermost = innermost.tb_next
+        if os.path.realpath(innermost.tb_frame.f_code.co_filename).startswith(_TORCH_DIR):
+            raise UnfakeableTensor(f"{type(error).__name__}: {error}") from error
+        raise
