@@ -51,52 +51,24 @@ _TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
 _TORCH_NN_MODULES_DIR = os.path.join(_TORCH_DIR, "nn", "modules", "")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_PREFIX = os.path.join(_PACKAGE_DIR, "")
 
-# bytegraph's own machinery: frames of these files are never captured (they run between the
-# user's frames, e.g. a compiled wrapper called inside another compiled region). Modules
-# that hold user-style example code (the demo) are not listed, so they can be compiled.
-_INTERNAL_MODULES = (
-    "__init__",
-    "_compile_metrics",
-    "_bridge_shapes",
-    "_shape_spec",
-    "_distributed",
-    "_convert_frame",
-    "_dynamic",
-    "_extension",
-    "_fake_cache",
-    "_frame",
-    "_graph_failure",
-    "_input_aliasing",
-    "_lazy_dynamo",
-    "_logging",
-    "_readable_code",
-    "_stack_names",
-    "_structured_trace",
-    "api",
-    "backends",
-    "comptime",
-    "config",
-    "eval_frame",
-    "exc",
-    "explain",
-    "graph_rules",
-    "optimized_module",
-    "report",
-    "run",
-    "stance",
-    "testing",
-)
+# bytegraph's own machinery: frames of its files are never captured (they run between the
+# user's frames: a compiled wrapper called inside another compiled region, a finalizer of a
+# graph that the garbage collector runs in the middle of a user's function). Only modules
+# that hold user-style example code (the demo) can be compiled. Listing the exceptions, not
+# the machinery, keeps a new module internal without anyone having to remember it.
+_USER_MODULES = frozenset({"demo.py", "examples.py"})
+
 # Breaks that come from one call's arguments, not from the code: a tensor that cannot be read
 # or copied as a fake. The frame runs eagerly for that call and is offered again on the next.
 _ONE_CALLS_BREAKS = frozenset({"unfakeable_tensor"})
 
-_INTERNAL_FILES = frozenset(os.path.join(_PACKAGE_DIR, name + ".py") for name in _INTERNAL_MODULES)
-
 
 def is_internal_code(code):
     """True for code objects of bytegraph's own machinery."""
-    return code.co_filename in _INTERNAL_FILES
+    filename = code.co_filename
+    return filename.startswith(_PACKAGE_PREFIX) and os.path.basename(filename) not in _USER_MODULES
 
 
 def _never_offer_again(code):

@@ -174,6 +174,11 @@ def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     assert _convert_frame.is_internal_code(bytegraph.api.compile.__code__)
     assert _convert_frame.is_internal_code(eval_frame.call_with_callback.__code__)
     assert not _convert_frame.is_internal_code(add_one.__code__)
+    # A finalizer the garbage collector runs inside a compiled function (fx's cached source of
+    # a graph that died) was traced, and on a large linecache took minutes.
+    from bytegraph import _bridge, demo
+    assert _convert_frame.is_internal_code(_bridge._forget_source.__code__)
+    assert not _convert_frame.is_internal_code(demo.show_bytecode.__code__)
 
     class InternalFrame:
         f_code = eval_frame.call_with_callback.__code__
