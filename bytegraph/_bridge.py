@@ -125,7 +125,7 @@ class Session:
         """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
         strides)) for one with symbolic sizes (see `_bridge_shapes.Shapes.tensor`)."""
         dims = self.policy.tensor_dims(source_name, real) if self.policy is not None else None
-        if dims is None or not _fake_cache.strides_follow_sizes(real):
+        if dims is None:
             return self.fake_input(real), None
         shapes = self._shapes()
         fake, lifted, sizes, strides = _fake_cache.fake_copy(lambda: shapes.tensor(self.mode, real, source_name, dims))

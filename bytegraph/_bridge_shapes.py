@@ -69,11 +69,27 @@ def _free_symbols(values):
     return set().union(*(v.node.expr.free_symbols for v in values if isinstance(v, torch.SymInt)))
 
 
-def _check_layout_symbols(fake):
-    """Graph inputs carry the symbols of sizes: a stride or offset with a symbol of its own
-    would reach a backend that cannot find it (AOTAutograd: "is not tracked with proxy")."""
-    if not _free_symbols([*fake.stride(), fake.storage_offset()]) <= _free_symbols(fake.shape):
-        raise UnfakeableTensor(f"its strides {tuple(fake.stride())} hold symbols its sizes {tuple(fake.shape)} do not")
+def _layout_inputs(fake):
+    """(kind, dim, SymInt) for each stride and the storage offset that is a symbol of its own.
+
+    torch gives a stride that follows from the sizes (a dense layout's) an expression in the
+    size symbols, and a stride or offset that does not (a matrix's column, a slice starting
+    past 0) a symbol of its own. Such symbols are graph inputs too, as they are in
+    torch.compile: a backend tracing the graph again must find each one."""
+    defined = _free_symbols(fake.shape)
+    found = []
+    layout = [("stride", dim, stride) for dim, stride in enumerate(fake.stride())]
+    layout.append(("offset", -1, fake.storage_offset()))
+    for kind, dim, value in layout:
+        symbol = symbol_name(value)
+        if symbol is not None and value.node.expr not in defined:
+            defined.add(value.node.expr)
+            found.append((kind, dim, value))
+    if not _free_symbols([value for _, _, value in layout]) <= defined:
+        # torch builds a stride from sizes and other strides only: this is a safety net
+        raise UnfakeableTensor(f"its strides {tuple(fake.stride())} or offset {fake.storage_offset()} hold "
+                               f"symbols that neither its sizes {tuple(fake.shape)} nor its own symbols define")
+    return found
 
 
 class Shapes:
@@ -92,8 +108,9 @@ class Shapes:
         """The symbolic fake of input `real` (source `name`), dims: a DimSpec per dimension.
 
         Returns (fake, lifted, unchecked_sizes, unchecked_strides): `lifted` lists
-        (dim, symbol name, SymInt) for each size that is a plain symbol, the graph inputs that
-        carry sizes; unchecked dims are those the tensor guard leaves to the shape guards."""
+        (kind, dim, symbol name, SymInt) for each size ("size"), stride ("stride") or storage
+        offset ("offset", dim -1) that is a plain symbol of its own, the graph inputs that carry the
+        symbols; unchecked dims are those the tensor guard leaves to the shape guards."""
         constraints = []
         for spec in dims:
             if spec.kind != "static" and (spec.min is not None or spec.max is not None):
@@ -110,12 +127,8 @@ class Shapes:
             fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
         except ConstraintViolationError as error:  # a marked size outside its mark_dynamic bounds
             raise ConstraintViolation(f"{name}: {error}") from None
-        _check_layout_symbols(fake)
-        lifted = []
-        for dim, size in enumerate(fake.shape):
-            symbol = symbol_name(size)
-            if symbol is not None:
-                lifted.append((dim, symbol, size))
+        lifted = [("size", dim, size) for dim, size in enumerate(fake.shape) if symbol_name(size) is not None]
+        lifted = tuple((kind, dim, symbol_name(value), value) for kind, dim, value in lifted + _layout_inputs(fake))
         unchecked_sizes = tuple(i for i, size in enumerate(fake.shape) if isinstance(size, torch.SymInt))
         unchecked_strides = tuple(i for i, stride in enumerate(fake.stride()) if isinstance(stride, torch.SymInt))
         strict = tuple(i for i, spec in enumerate(dims) if spec.strict)
@@ -210,6 +223,10 @@ class Shapes:
             for dim, stride in enumerate(fake.stride()):
                 _track(symbol_to_source, input_equalities, (tracked.name, "stride", dim), stride,
                        always=dim in tracked.unchecked_strides)
+            # The tensor guard never reads the offset; it matters where it is symbolic.
+            offset = fake.storage_offset()
+            _track(symbol_to_source, input_equalities, (tracked.name, "offset", -1), offset,
+                   always=isinstance(offset, torch.SymInt))
             for dim in tracked.strict:
                 size = fake.shape[dim]
                 concrete = size.node.maybe_as_int() if isinstance(size, torch.SymInt) else size
@@ -416,6 +433,8 @@ def _key_text(key):
         return f"{name}.size()[{dim}]"
     if kind == "stride":
         return f"{name}.stride()[{dim}]"
+    if kind == "offset":
+        return f"{name}.storage_offset()"
     return name
 
 

@@ -18,8 +18,7 @@ A trace that turns symbolic gives the mode a ShapeEnv: the mode then belongs to 
 (`retire`), and the next static trace starts a new one.
 
 A tensor torch cannot fake (its meta converter rejects the copy) raises UnfakeableTensor
-through `fake_copy`, which the tracer turns into a graph break; `strides_follow_sizes` says
-whether a tensor's strides can be symbolic the way its sizes are.
+through `fake_copy`, which the tracer turns into a graph break.
 """
 
 import os
@@ -130,20 +129,6 @@ def clear():
     fakes = getattr(_local, "fakes", None)
     if fakes is not None:
         fakes.retire()
-
-
-def strides_follow_sizes(real):
-    """Whether symbolic sizes would give the tensor's strides: they are a dense layout's in
-    some dim order, size-1 dims included. A slice that skips elements (a matrix's column, even
-    of one row) is not: its stride would be a symbol of its own that no graph input carries,
-    which a backend tracing the graph again cannot find, so such a tensor stays static (its
-    frame is compiled again when its sizes change)."""
-    expected = 1
-    for dim in sorted(range(real.dim()), key=lambda d: (real.stride(d), real.shape[d])):
-        if real.stride(dim) != expected:
-            return False
-        expected *= real.shape[dim]
-    return True
 
 
 class UnfakeableTensor(Exception):

@@ -454,6 +454,24 @@ def test_shape_guard_tree_on_tensors_directly():
     assert "y" in tree.explain_locals([torch.zeros(5, 4), torch.zeros(2)])  # no dimension 1
 
 
+def test_shape_guard_tree_reads_strides_and_storage_offsets():
+    g = bytegraph._C.guards
+    gs = g.GuardSet()
+    x = g.local("x", 0)
+    gs.add_symbol_binding(x, "stride", 0, 0)
+    gs.add_symbol_binding(x, "offset", -1, 1)
+    gs.add_shape_guard(("eq", ("sym", 1), ("mul", ("int", 2), ("sym", 0))),
+                       "L['x'].storage_offset() == 2*L['x'].stride()[0]")
+    tree = gs.build()
+    assert tree.check_locals([torch.zeros(6, 5)[2:, 1:]]) is False  # offset 11, stride 5
+    assert tree.check_locals([torch.zeros(6, 5)[2:]])
+    assert tree.explain_locals([torch.zeros(6, 5)[1:]]) == (
+        "shape guard L['x'].storage_offset() == 2*L['x'].stride()[0] failed: "
+        "L['x'].stride()[0] = 5, L['x'].storage_offset() = 5")
+    with pytest.raises(ValueError, match="size, stride, offset or int"):
+        gs.add_symbol_binding(x, "volume", 0, 2)
+
+
 # ---- showing it -------------------------------------------------------------------------------------
 
 
@@ -517,31 +535,41 @@ def test_tuples_of_constants_joined_with_symbolic_sizes_stay_in_the_graph():
     assert counter.frame_count == 1
 
 
-def test_a_strided_view_input_stays_static_and_an_aot_backend_compiles_it():
-    # A column of a matrix skips elements: its stride (the row length) does not follow from
-    # its size. Made symbolic, the stride was a symbol no graph input carried, and AOTAutograd
-    # failed ("s2 is not tracked with proxy"). Such a tensor stays static instead.
-    def write_column(a, column):
-        a[:, 0] = column * 2
+def symbolic_layout(gm, name):
+    """(strides, storage offset) of placeholder `name` as text, e.g. (['s1', '1'], 's2')."""
+    fake = placeholders(gm)[name]
+    return [str(s) for s in fake.stride()], str(fake.storage_offset())
 
+
+def symbol_inputs(gm):
+    """The placeholders that carry symbols (SymInts), by name."""
+    return [name for name, value in placeholders(gm).items() if isinstance(value, torch.SymInt)]
+
+
+def write_column(a, column):
+    a[:, 0] = column * 2
+
+
+def test_a_column_input_gets_a_stride_symbol_that_a_graph_input_carries():
+    # A matrix's column skips elements: its stride (the row length) does not follow from its
+    # size, so it is a symbol of its own. Unless a graph input carries it, AOTAutograd fails
+    # ("s2 is not tracked with proxy"); torch.compile lifts it, and so does bytegraph.
     counter = CompileCounterWithBackend("aot_eager")
     compiled = bytegraph.compile(write_column, backend=counter)
-    for rows in (3, 2, 5):
-        a = torch.randn(rows, 4)
+    for rows, columns in ((3, 4), (2, 4), (5, 4), (4, 6), (1, 3)):
+        a = torch.randn(rows, columns)
         expected = a.clone()
         write_column(expected, expected[:, 0])
         compiled(a, a[:, 0])
         assert same(a, expected)
-    assert counter.frame_count == 3  # one graph per size: the column's size is static
-    for gm in counter.graphs:
-        column = placeholders(gm)["column"]
-        assert all(isinstance(n, int) for n in (*column.shape, *column.stride()))
+    # static; rows symbolic (the column's stride already is); columns too; one row (1 stays
+    # static)
+    assert counter.frame_count == 4
+    strides, _ = symbolic_layout(counter.graphs[1], "column")
+    assert strides[0].startswith("s") and len(symbol_inputs(counter.graphs[1])) >= 3
 
 
-def test_a_one_row_column_input_stays_static_too():
-    def write_column(a, column):
-        a[:, 0] = column * 2
-
+def test_a_one_row_column_input_compiles_once_for_each_kind_of_size():
     counter = CompileCounterWithBackend("aot_eager")
     compiled = bytegraph.compile(write_column, backend=counter)
     for rows in (3, 1, 3, 1):
@@ -551,5 +579,60 @@ def test_a_one_row_column_input_stays_static_too():
         compiled(a, a[:, 0])
         assert same(a, expected)
     assert counter.frame_count == 2  # one graph per size, each reused
-    for gm in counter.graphs:
-        assert all(isinstance(n, int) for n in placeholders(gm)["column"].stride())
+
+
+def scaled(x):
+    return x * 2 + x.sum(0)
+
+
+# view of a (rows, 5) matrix -> whether each stride, and the storage offset, is a symbol
+VIEWS = {
+    "rows_from_2": (lambda base: base[2:], [True, False], True),  # offset: 2 rows
+    "column_1": (lambda base: base[:, 1], [True], False),  # offset 1 stays static
+    "column_2": (lambda base: base[:, 2], [True], True),
+    "every_other_row": (lambda base: base[::2], [True, False], False),
+    "expanded": (lambda base: base[0].expand(3, -1), [False, False], False),
+    "transposed": (lambda base: base.t(), [False, True], False),
+}
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_views_as_inputs_keep_one_graph_under_dynamic_true(view):
+    make, symbolic_strides, symbolic_offset = VIEWS[view]
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = bytegraph.compile(scaled, backend=counter, dynamic=True)
+    for rows in (6, 7, 9):
+        x = make(torch.randn(rows, 5))
+        assert same(compiled(x), scaled(x))
+    assert counter.frame_count == 1
+    strides, offset = symbolic_layout(counter.graphs[0], "x")
+    assert [not s.isdigit() for s in strides] == symbolic_strides
+    assert (not offset.isdigit()) == symbolic_offset
+
+
+def test_a_stride_symbol_is_guarded_like_a_size():
+    # A stride symbol is 2 or more (0 and 1 are specialised, as sizes are): a contiguous input
+    # (stride 1) is another graph, and its results stay right.
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(scaled, backend=counter, dynamic=True)
+    for x in (torch.randn(6, 5)[:, 1], torch.randn(7, 4)[:, 1], torch.randn(8)):
+        assert same(compiled(x), scaled(x))
+    assert counter.frame_count == 2
+    x = torch.randn(3, 9)[:, 2]
+    assert same(compiled(x), scaled(x))
+    assert counter.frame_count == 2
+
+
+def test_reading_a_symbolic_stride_gives_its_graph_input():
+    def by_stride(x):
+        return x * x.stride(0)
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(by_stride, backend=counter, dynamic=True)
+    for rows, start in ((8, 2), (9, 3), (7, 2)):
+        x = torch.randn(rows, 5 + start)[start:, 1]
+        assert same(compiled(x), by_stride(x))
+    assert counter.frame_count == 1
+    (gm,) = counter.graphs
+    stride = next(n for n in gm.graph.nodes if n.op == "call_function").args[1]
+    assert stride.op == "placeholder" and isinstance(stride.meta["example_value"], torch.SymInt)

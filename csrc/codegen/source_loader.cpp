@@ -53,6 +53,17 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
     case Kind::Held:
       builder.load_const(source.key.get());
       return;
+    case Kind::Stride:
+    case Kind::StorageOffset: {
+      // base.stride()[dim] or base.storage_offset(): a method called with no arguments.
+      builder.before_callable();
+      emit_load_source(builder, *source.base, code);
+      builder.load_attr(source.kind == Kind::Stride ? "stride" : "storage_offset");
+      builder.after_callable();
+      builder.call(0);
+      if (source.kind == Kind::Stride) builder.subscript_const(check(PyLong_FromLong(source.index)).get());
+      return;
+    }
     case Kind::Type:
       builder.before_callable();
       builder.load_const(reinterpret_cast<PyObject*>(&PyType_Type));

@@ -122,10 +122,15 @@ std::vector<int> Graph::drop_unused_placeholders(const std::vector<int>& outputs
     collect_refs(node->kwargs.get(), node_ref_class_.get(), used);
   }
   for (int output : outputs) used.push_back(nodes_.at(output)->ref.get());
+  std::vector<bool> kept(nodes_.size(), false);
+  for (auto& node : nodes_) {
+    if (node->op != Op::Placeholder || std::find(used.begin(), used.end(), node->ref.get()) == used.end()) continue;
+    kept[node->index] = true;
+    for (int bound : node->binds) kept.at(bound) = true;
+  }
   std::vector<int> dropped;
   for (auto& node : nodes_) {
-    if (node->op != Op::Placeholder) continue;
-    if (std::find(used.begin(), used.end(), node->ref.get()) != used.end()) continue;
+    if (node->op != Op::Placeholder || kept[node->index]) continue;
     node->dead = true;
     dropped.push_back(node->index);
   }

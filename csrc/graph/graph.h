@@ -40,6 +40,11 @@ struct Node {
   std::string name;  // a name hint (placeholders and get_attr); empty lets FX choose
   bool dead = false;  // dropped before materialisation (an input nothing used)
   bool pure = false;  // no effect besides its result (size arithmetic): dropped when unused
+  // A placeholder's: the placeholders of the symbols in its fake's sizes, strides and offset.
+  // They stay while it does, used or not, as in torch.compile's graphs: a backend that
+  // rebuilds the input from another (AOTAutograd's synthetic base of aliased inputs) needs
+  // every symbol of its layout bound.
+  std::vector<int> binds;
 };
 
 class Graph {

@@ -1,6 +1,7 @@
 #include "guards/accessor.h"
 
 #include "guards/guard_manager.h"
+#include "guards/tensor_meta.h"
 #include "python/errors.h"
 
 namespace bytegraph::guards {
@@ -231,6 +232,26 @@ class TypeAccessor final : public Accessor {
   bool borrows_from_container() const override { return false; }
 };
 
+// A tensor's stride in one dimension, or its storage offset: the values a graph input with a
+// symbolic layout carries. Anything but a tensor with that dimension has none.
+class TensorLayoutAccessor final : public Accessor {
+ public:
+  TensorLayoutAccessor(int dim, std::unique_ptr<GuardManager> child) : Accessor(std::move(child)), dim_(dim) {}
+  Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    const TensorMeta& meta = TensorMeta::get();
+    if (!meta.is_tensor(parent)) return Fetched::missing();
+    if (dim_ < 0) return Fetched::owned(bytegraph::check(meta.storage_offset(parent)));
+    py::Ref<> strides = bytegraph::check(meta.stride(parent));
+    if (!PyTuple_Check(strides.get()) || dim_ >= PyTuple_GET_SIZE(strides.get())) return Fetched::missing();
+    return Fetched::owned(py::Ref<>::newref(PyTuple_GET_ITEM(strides.get(), dim_)));
+  }
+  const char* missing_reason() const override { return dim_ < 0 ? "not a tensor" : "no such dimension"; }
+  bool borrows_from_container() const override { return false; }
+
+ private:
+  int dim_;  // -1: the storage offset
+};
+
 }  // namespace
 
 std::unique_ptr<Accessor> make_accessor(const Source& source,
@@ -258,6 +279,10 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
       return std::make_unique<GlobalsDictAccessor>(std::move(child));
     case Source::Kind::InstanceDict:
       return std::make_unique<InstanceDictAccessor>(std::move(child));
+    case Source::Kind::Stride:
+      return std::make_unique<TensorLayoutAccessor>(source.index, std::move(child));
+    case Source::Kind::StorageOffset:
+      return std::make_unique<TensorLayoutAccessor>(-1, std::move(child));
   }
   throw InternalError("make_accessor: unknown source kind");
 }

@@ -42,6 +42,8 @@ const char* kind_name(Source::Kind kind) {
     case Source::Kind::Held: return "held";
     case Source::Kind::Globals: return "globals";
     case Source::Kind::InstanceDict: return "instance_dict";
+    case Source::Kind::Stride: return "stride";
+    case Source::Kind::StorageOffset: return "storage_offset";
   }
   return "?";
 }

@@ -188,9 +188,11 @@ void GuardSet::add_symbol_binding(const SourcePtr& source, const std::string& ki
   SymbolBinding::Kind which;
   if (kind == "size") which = SymbolBinding::Kind::Size;
   else if (kind == "stride") which = SymbolBinding::Kind::Stride;
+  else if (kind == "offset") which = SymbolBinding::Kind::StorageOffset;
   else if (kind == "int") which = SymbolBinding::Kind::Int;
-  else throw PythonError::make(PyExc_ValueError, "symbol binding kind must be size, stride or int, got " + kind);
-  if (slot < 0 || (which != SymbolBinding::Kind::Int && dim < 0))
+  else throw PythonError::make(PyExc_ValueError, "symbol binding kind must be size, stride, offset or int, got " + kind);
+  bool has_dim = which == SymbolBinding::Kind::Size || which == SymbolBinding::Kind::Stride;
+  if (slot < 0 || (has_dim && dim < 0))
     throw PythonError::make(PyExc_ValueError, "symbol binding with a negative slot or dimension");
   SymbolBinding binding(which, dim, slot);
   impl_->shape_guards.set_slot_name(slot, binding.name(source->repr()));

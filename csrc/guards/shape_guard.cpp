@@ -39,6 +39,12 @@ bool SymbolBinding::bind(PyObject* value, int64_t* slots) const {
   }
   const TensorMeta& meta = TensorMeta::get();
   if (!meta.is_tensor(value)) return false;
+  if (kind_ == Kind::StorageOffset) {
+    py::Ref<> offset = check(meta.storage_offset(value));
+    slots[slot_] = PyLong_AsLongLong(offset.get());  // an offset into a real storage fits
+    if (slots[slot_] == -1 && PyErr_Occurred()) throw_python_error();
+    return true;
+  }
   py::Ref<> values = check(kind_ == Kind::Size ? meta.shape(value) : meta.stride(value));
   return tuple_item(values.get(), dim_, &slots[slot_]);
 }
@@ -53,6 +59,7 @@ std::string SymbolBinding::name(const std::string& source) const {
   switch (kind_) {
     case Kind::Size: return source + ".size()[" + std::to_string(dim_) + "]";
     case Kind::Stride: return source + ".stride()[" + std::to_string(dim_) + "]";
+    case Kind::StorageOffset: return source + ".storage_offset()";
     case Kind::Int: return source;
   }
   return source;

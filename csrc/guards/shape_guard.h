@@ -4,7 +4,7 @@
 // expression tuples into a small tree evaluated in C++ over int64 slots.
 //
 // Slots are filled during the ordinary walk of the guard tree: a `SymbolBinding` on the manager
-// of a tensor (or int) source reads one size/stride (or the int) into its slot, so a value is
+// of a tensor (or int) source reads one size/stride/offset (or the int) into its slot, so a value is
 // fetched once, by the accessors that already read it for the other guards. The tree's root
 // then checks the shape guards over the filled slots; nothing enters Python, except for a
 // guard the evaluator cannot express (kept as a Python function of the slot values).
@@ -23,7 +23,7 @@ namespace bytegraph::guards {
 
 class SymbolBinding {
  public:
-  enum class Kind { Size, Stride, Int };
+  enum class Kind { Size, Stride, StorageOffset, Int };
   SymbolBinding(Kind kind, int dim, int slot) : kind_(kind), dim_(dim), slot_(slot) {}
 
   // Reads the bound value of `value` into slots[slot]. False when `value` is not what was
@@ -31,7 +31,8 @@ class SymbolBinding {
   bool bind(PyObject* value, int64_t* slots) const;
   // Why bind() failed, naming the value `source`.
   std::string explain(PyObject* value, const std::string& source) const;
-  // The bound value's name: "L['x'].size()[0]", "L['x'].stride()[1]" or "L['n']".
+  // The bound value's name: "L['x'].size()[0]", "L['x'].stride()[1]",
+  // "L['x'].storage_offset()" or "L['n']".
   std::string name(const std::string& source) const;
   int slot() const { return slot_; }
 

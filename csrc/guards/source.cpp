@@ -52,6 +52,10 @@ std::string Source::repr() const {
       return "G";
     case Kind::InstanceDict:
       return base->repr() + ".__dict__";
+    case Kind::Stride:
+      return base->repr() + ".stride()[" + std::to_string(index) + "]";
+    case Kind::StorageOffset:
+      return base->repr() + ".storage_offset()";
   }
   return "<bad source>";
 }
@@ -102,6 +106,17 @@ SourcePtr instance_dict_source(SourcePtr base, std::string name) {
 
 SourcePtr type_source(SourcePtr base) {
   return make_derived(Source::Kind::Type, std::move(base), {}, nullptr);
+}
+
+SourcePtr stride_source(SourcePtr tensor, int dim) {
+  BYTEGRAPH_CHECK(dim >= 0, "a stride source needs a dimension");
+  SourcePtr source = make_derived(Source::Kind::Stride, std::move(tensor), {}, nullptr);
+  const_cast<Source&>(*source).index = dim;
+  return source;
+}
+
+SourcePtr storage_offset_source(SourcePtr tensor) {
+  return make_derived(Source::Kind::StorageOffset, std::move(tensor), {}, nullptr);
 }
 
 void traverse_source(const SourcePtr& source, py::Visitor& visit) {

@@ -2,7 +2,8 @@
 // a closure cell), extended by attribute and item accesses. Sources name graph inputs and
 // say what guards check: `L['x']`, `G['w']`, `L['self'].fc.weight`, `L['xs'][0]`,
 // `type(L['x'])`, `builtins['len']`, and `closure['y']` for the contents of the function's
-// own free-variable cell named `y`.
+// own free-variable cell named `y`. A tensor's stride or storage offset (`L['x'].stride()[0]`)
+// is a source of its own: under dynamic shapes it can be a symbol that a graph input carries.
 //
 // Contract shared by the tracer (which creates sources for values it reads) and the guard
 // tree (which turns them into accessors). Sources are immutable and shared.
@@ -31,6 +32,8 @@ struct Source {
     Held,     // an object the guards hold (another module's globals dict), named `name`
     Globals,  // the frame's globals dict itself
     InstanceDict,  // base.__dict__, read without running the class's own attribute hooks
+    Stride,         // base.stride()[index]: a tensor's stride in dimension `index`
+    StorageOffset,  // base.storage_offset()
   };
   Kind kind;
   SourcePtr base;   // Attr, Item, Type
@@ -56,6 +59,8 @@ SourcePtr globals_dict_source();
 // base.__dict__[name]: an attribute stored on the instance itself.
 SourcePtr instance_dict_source(SourcePtr base, std::string name);
 SourcePtr instance_dict_of(SourcePtr base);
+SourcePtr stride_source(SourcePtr tensor, int dim);
+SourcePtr storage_offset_source(SourcePtr tensor);
 
 // Visits the key of `source` and of its bases, as far as the holder of `source` is the only
 // owner of each (python/gc.h).

@@ -22,6 +22,14 @@ const PyGetSetDef* getset_of(const py::Ref<>& descriptor, const char* name) {
   return reinterpret_cast<PyGetSetDescrObject*>(descriptor.get())->d_getset;
 }
 
+py::Ref<> method_of(PyTypeObject* type, const char* name) {
+  py::Ref<> method = class_attribute(type, name);
+  if (!PyObject_TypeCheck(method.get(), &PyMethodDescr_Type)) {
+    throw PythonError::make(PyExc_TypeError, std::string("torch._C.TensorBase.") + name + " is not a method");
+  }
+  return method;
+}
+
 }  // namespace
 
 void TensorMeta::load() {
@@ -37,10 +45,8 @@ void TensorMeta::load() {
     descriptors_[i] = class_attribute(tensor_base_.get(), names[i]);
     *slots[i] = getset_of(descriptors_[i], names[i]);
   }
-  stride_ = class_attribute(tensor_base_.get(), "stride");
-  if (!PyObject_TypeCheck(stride_.get(), &PyMethodDescr_Type)) {
-    throw PythonError::make(PyExc_TypeError, "torch._C.TensorBase.stride is not a method");
-  }
+  stride_ = method_of(tensor_base_.get(), "stride");
+  storage_offset_ = method_of(tensor_base_.get(), "storage_offset");
 }
 
 const TensorMeta& TensorMeta::get() {

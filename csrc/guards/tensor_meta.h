@@ -1,7 +1,7 @@
 // Reading tensor metadata without libtorch headers.
 //
 // torch exposes `dtype`, `device`, `shape`, `requires_grad`, `is_cpu` and `is_meta` on torch._C.TensorBase as
-// getset descriptors, and `stride` as a method descriptor. We look them up once, through
+// getset descriptors, and `stride` and `storage_offset` as method descriptors. We look them up once, through
 // Python, then call their C getters directly: no attribute lookup, no MRO walk, no
 // descriptor protocol on the hot path. Everything here needs the GIL.
 #pragma once
@@ -35,6 +35,9 @@ class TensorMeta {
     // A method descriptor called with the instance as its only positional argument.
     return PyObject_Vectorcall(stride_.get(), &tensor, 1, nullptr);
   }
+  PyObject* storage_offset(PyObject* tensor) const {
+    return PyObject_Vectorcall(storage_offset_.get(), &tensor, 1, nullptr);
+  }
 
  private:
   TensorMeta() = default;
@@ -52,6 +55,7 @@ class TensorMeta {
   const PyGetSetDef* is_cpu_ = nullptr;
   const PyGetSetDef* is_meta_ = nullptr;
   py::Ref<> stride_;
+  py::Ref<> storage_offset_;
 };
 
 }  // namespace bytegraph::guards

@@ -71,6 +71,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
   graph::Node& node = graph.append(graph::Op::Placeholder, std::move(target), nullptr, nullptr,
                                    fake.copy(), {}, name);
+  node.binds = std::move(input.symbol_nodes);
   auto value = std::make_shared<TensorValue>(node.index, std::move(fake), source);
   value->display_name = name;
   value->set_python_type((PyObject*)Py_TYPE(real));

@@ -28,6 +28,16 @@ TEST(GuardSource, ChainsReadLikePython) {
   EXPECT_EQ(type_source(first)->repr(), "type(L['xs'][0])");
 }
 
+TEST(GuardSource, TensorLayoutReadsLikePython) {
+  SourcePtr x = local_source("x", 0);
+  SourcePtr stride = stride_source(x, 1);
+  EXPECT_EQ(stride->repr(), "L['x'].stride()[1]");
+  EXPECT_EQ(stride->kind, Source::Kind::Stride);
+  EXPECT_EQ(stride->index, 1);
+  EXPECT_EQ(storage_offset_source(x)->repr(), "L['x'].storage_offset()");
+  EXPECT_THROW(stride_source(x, -1), InternalError);
+}
+
 TEST(GuardSource, RootsKeepTheirIndex) {
   SourcePtr x = local_source("x", 3);
   EXPECT_EQ(x->index, 3);

@@ -1,8 +1,7 @@
 """Like strided_view_input_with_symbolic_sizes.py, with a matrix of one row: its column has
 one element, so it counted as dense and stayed symbolic, and its stride (4, not 1) became a
-symbol no graph input carries; aot_eager failed (seed 1, program 9754). Strides must now be
-exactly a dense layout's, size-1 dims included, and a fake whose strides hold symbols its
-sizes do not is a graph break (unfakeable_tensor) rather than a backend failure."""
+symbol no graph input carries; aot_eager failed (seed 1, program 9754). A stride or storage
+offset that is a symbol of its own is now a graph input, as in torch.compile."""
 
 FUZZ_BACKENDS = ('aot_eager',)
 FUZZ_VERDICT = 'internal'

@@ -2,7 +2,7 @@
 the resume function gets `a` and its column `a[:, 0]` as inputs. Once sizes turned dynamic,
 the column's fake got its stride (the base's row length) as a symbol of its own, which no graph
 input carries, and aot_eager failed: "s2 is not tracked with proxy" (seed 1, program 932).
-Strides that do not follow from the sizes (a slice that skips elements) are static now."""
+Such a stride symbol is now a graph input of its own (read from `x.stride()[0]`)."""
 
 FUZZ_BACKENDS = ('aot_eager',)
 FUZZ_VERDICT = 'internal'

@@ -170,6 +170,19 @@ std::string SymbolicShapes::where() const {
          (line.empty() ? "" : "\n    " + line);
 }
 
+namespace {
+
+// Where a lifted symbol's value is read at run time: x.shape[dim], x.stride()[dim] or
+// x.storage_offset().
+guards::SourcePtr layout_source(const guards::SourcePtr& tensor, const std::string& kind, PyObject* dim) {
+  if (kind == "size") return guards::item_source(guards::attr_source(tensor, "shape"), py::Ref<>::newref(dim));
+  if (kind == "stride") return guards::stride_source(tensor, static_cast<int>(PyLong_AsLong(dim)));
+  if (kind == "offset") return guards::storage_offset_source(tensor);
+  throw InternalError("a lifted symbol of unknown kind " + kind);
+}
+
+}  // namespace
+
 SymbolicShapes::TensorInput SymbolicShapes::tensor_input(PyObject* real, const guards::SourcePtr& source) {
   std::string name = source->repr();
   py::Ref<> result = py::Ref<>::steal(PyObject_CallMethod(session_, "wrap_input", "Os", real, name.c_str()));
@@ -181,19 +194,22 @@ SymbolicShapes::TensorInput SymbolicShapes::tensor_input(PyObject* real, const g
   input_sources[name] = source;
   PyObject* lifted = PyTuple_GET_ITEM(info, 0);
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lifted); ++i) {
-    PyObject* entry = PyTuple_GET_ITEM(lifted, i);  // (dim, symbol name, SymInt)
-    std::string symbol = py_str(PyTuple_GET_ITEM(entry, 1));
-    if (symbols_.count(symbol)) continue;  // duck sizing: another input defines it
-    PyObject* symint = PyTuple_GET_ITEM(entry, 2);
-    guards::SourcePtr size_source = guards::item_source(guards::attr_source(source, "shape"),
-                                                        py::Ref<>::newref(PyTuple_GET_ITEM(entry, 0)));
+    PyObject* entry = PyTuple_GET_ITEM(lifted, i);  // (kind, dim, symbol name, SymInt)
+    std::string symbol = py_str(PyTuple_GET_ITEM(entry, 2));
+    if (auto known = symbols_.find(symbol); known != symbols_.end()) {  // duck sizing: another input defines it
+      input.symbol_nodes.push_back(static_cast<const SymNumberValue&>(*known->second).node());
+      continue;
+    }
+    PyObject* symint = PyTuple_GET_ITEM(entry, 3);
+    guards::SourcePtr symbol_source = layout_source(source, py_str(PyTuple_GET_ITEM(entry, 0)), PyTuple_GET_ITEM(entry, 1));
     std::string node_name = tracer_.graph.unique_name(symbol);
     graph::Node& node = tracer_.graph.append(graph::Op::Placeholder, text(node_name), nullptr, nullptr,
                                              py::Ref<>::newref(symint), {}, node_name);
-    auto value = std::make_shared<SymNumberValue>(node.index, py::Ref<>::newref(symint), size_source);
+    auto value = std::make_shared<SymNumberValue>(node.index, py::Ref<>::newref(symint), symbol_source);
     // Backends get the SymInt itself as the example input, as torch.compile passes it.
-    tracer_.inputs.push_back(Tracer::Input{node.index, size_source->repr(), py::Ref<>::newref(symint), value});
+    tracer_.inputs.push_back(Tracer::Input{node.index, symbol_source->repr(), py::Ref<>::newref(symint), value});
     symbols_[symbol] = value;
+    input.symbol_nodes.push_back(node.index);
   }
   auto int_list = [](PyObject* tuple) {
     std::vector<int> values;
