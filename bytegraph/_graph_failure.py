@@ -25,6 +25,7 @@ import logging
 
 import torch
 import torch.utils._pytree
+from torch.nn.modules.batchnorm import _NormBase
 
 from bytegraph import _input_aliasing
 from bytegraph.exc import BytegraphError
@@ -122,9 +123,16 @@ def _module_draws_random_numbers(module):
 def module_leaves_a_trace(module):
     """Whether calling `module` as a whole (a leaf of the graph) changes anything that
     outlives the graph: its buffers (batch norm's statistics) or, in place, its input."""
-    if next(module.buffers(), None) is not None:
-        return True
-    return any(getattr(part, "inplace", False) for part in module.modules())  # nn.ReLU(inplace=True)
+    for part in module.modules():
+        if getattr(part, "inplace", False):  # nn.ReLU(inplace=True)
+            return True
+        if isinstance(part, _NormBase):
+            # statistics are updated in training only (the module's training flag is guarded)
+            if part.training and part.track_running_stats:
+                return True
+        elif next(part.buffers(recurse=False), None) is not None:
+            return True  # buffers of a kind not known to stay as they are
+    return False
 
 
 def _value(node):

@@ -506,3 +506,21 @@ def test_a_view_whose_base_was_written_with_grad_makes_its_resume_function_run_e
     assert counter.frame_count == 1 and counter.op_count == 1  # the view; the resume function runs eagerly
     assert any("(unfakeable_tensor): L['view']" in r.getMessage() for r in caplog.records)
     assert break_kind(f, *inputs()) == "lasting_op_after_side_effect"
+
+
+def test_batch_norm_in_eval_mode_writes_nothing_so_side_effects_keep_one_graph():
+    # A leaf module counts as lasting only where running it twice would show: batch norm
+    # updates its statistics in training, and reads them in eval (LeViT's eval forward).
+    norm = torch.nn.BatchNorm1d(3)
+
+    def f(x):
+        LOG.append("before")
+        return norm(x) + 1
+
+    norm.eval()
+    cf, counter = compiled_with_counter(f)
+    x = torch.randn(4, 3)
+    assert same(cf(x), f(x))
+    assert counter.frame_count == 1 and counter.op_count == 2
+    norm.train()
+    assert break_kind(f, x) == "lasting_op_after_side_effect"

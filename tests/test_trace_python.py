@@ -132,6 +132,45 @@ def test_is_none_and_isinstance_branches_fold():
     assert len(nodes(result, "call_function")) == 1
 
 
+class _Output:
+    def __init__(self, value):
+        self.value = value
+
+
+def test_is_none_on_values_of_known_types_folds():
+    # HF's wrappers ask `outputs is None` of an output object the trace made, and `memo is
+    # None` of a set: neither can be None, whatever it holds.
+    def f(x):
+        seen = {1, 2}
+        out = _Output(x * 2)
+        if seen is None or out is None or out is True:
+            return x
+        return out.value + 1
+
+    result = check(f, torch.arange(2.0))
+    assert len(nodes(result, "call_function")) == 2
+
+
+CONFIG = _Output(3)
+
+
+def test_id_of_an_object_the_frame_reaches_is_a_guarded_constant():
+    def f(x):
+        return x * (2 if id(CONFIG) == id(CONFIG) else 3)
+
+    result = check(f, torch.arange(2.0))
+    assert len(nodes(result, "call_function")) == 1
+    assert any("ID_MATCH" in line and "CONFIG" in line for line in result.guards)
+
+
+def test_id_of_an_object_made_in_the_trace_is_a_break():
+    def f(x):
+        return x * (id(_Output(1)) % 2)
+
+    with pytest.raises(Exception, match="its address at run time"):
+        trace(f, torch.arange(2.0))
+
+
 def test_loops_over_ranges_zip_and_dict_items():
     def f(xs, weights):
         total = 0

@@ -23,6 +23,9 @@ bool is_none(const ValuePtr& value) {
   if (value->is_tensor() || value->real_object() || dynamic_cast<SequenceValue*>(value.get()) ||
       dynamic_cast<DictValue*>(value.get()) || dynamic_cast<UserFunctionValue*>(value.get()))
     return false;
+  // Any value whose type the trace knows (a set, an object it made, a generator): None is
+  // the one instance of its own type.
+  if (PyObject* type = value->python_type()) return type == reinterpret_cast<PyObject*>(Py_TYPE(Py_None));
   unsupported("unsupported_branch", "`is None` on " + value->repr());
 }
 

@@ -251,6 +251,10 @@ bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b) {
     const ValuePtr& other = a->is_constant() ? b : a;
     if (constant->constant() == Py_None || other->is_tensor()) return false;
   }
+  // Objects of different types are different objects.
+  PyObject* type_a = a->python_type();
+  PyObject* type_b = b->python_type();
+  if (type_a && type_b && type_a != type_b) return false;
   unsupported("unsupported_identity", "cannot decide `is` between " + a->repr() + " and " + b->repr());
 }
 

@@ -354,7 +354,16 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
   if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
   if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
-  if (function == builtin("id")) unsupported("unsupported_builtin", "id() is the object's address at run time");
+  if (function == builtin("id")) {
+    // An object the frame reaches (a module, a config, a function) is pinned by an identity
+    // guard, so its address is a constant of this entry; anything made per call is not.
+    if (args.size() == 1 && kwargs.empty() && args[0]->source() && args[0]->real_object()) {
+      tracer.pin_identity(args[0]);
+      return ConstantValue::make(check(PyLong_FromVoidPtr(args[0]->real_object())));
+    }
+    unsupported("unsupported_builtin", "id() of " + (args.empty() ? std::string("nothing") : args[0]->repr()) +
+                                           " is its address at run time");
+  }
   if ((function == builtin("str") || function == builtin("repr") || function == builtin("ascii")) && args.size() == 1 &&
       kwargs.empty() && !all_constant(args))
     return stringify(tracer, args[0], function == builtin("str") ? 's' : function == builtin("repr") ? 'r' : 'a');
