@@ -531,3 +531,18 @@ def test_a_custom_autograd_function_is_one_node_and_keeps_its_backward(backend):
         assert torch.allclose(got, want) and torch.allclose(w_compiled.grad, w_eager.grad)
     if backend == "counter":
         assert counter.frame_count == 1 and counter.op_count == 4  # mul, apply, add, sum
+
+
+def test_the_result_of_an_in_place_op_is_the_same_object():
+    # `y = x.add_(1)` gives back x itself; `is` and set membership must say so (they compared
+    # graph nodes, and answered False).
+    def f(x):
+        y = x.add_(1)
+        z = torch.relu_(x)
+        same = (y is x, z is y, x.contiguous() is x, x.detach() is x, z in {x})
+        return same, x * 2
+
+    compiled, counter = compiled_with_counter(f)
+    flags, _ = compiled(torch.ones(2))
+    assert flags == (True, True, True, False, True)
+    assert counter.frame_count == 1 and counter.op_count == 5

@@ -244,7 +244,9 @@ bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b) {
   }
   auto* ta = dynamic_cast<TensorValue*>(a.get());
   auto* tb = dynamic_cast<TensorValue*>(b.get());
-  if (ta && tb) return ta->node() == tb->node();
+  // The fakes follow the real tensors' identities: an in-place op (`x.add_(1)`, `relu_`) or a
+  // no-op conversion (`x.contiguous()`) returns the fake it was given, as the real op does.
+  if (ta && tb) return ta->node() == tb->node() || ta->fake() == tb->fake();
   // Different kinds of value (a tensor and None, a list and a constant) are different objects.
   if (a->is_constant() || b->is_constant()) {
     const ValuePtr& constant = a->is_constant() ? a : b;

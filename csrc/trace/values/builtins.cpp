@@ -7,6 +7,7 @@
 
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
+#include "trace/values/sets.h"
 #include "trace/values/strings.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
@@ -82,6 +83,7 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
   if (value->is_constant()) return fold(builtin("len"), {value});
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) return make_int(static_cast<long>(dict->keys.size()));
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) return make_int(static_cast<long>(seq->items.size()));
+  if (auto* set = dynamic_cast<SetValue*>(value.get())) return make_int(static_cast<long>(set->size()));
   if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
     py::Ref<> ndim = check(PyObject_GetAttrString(tensor->fake(), "ndim"));
     if (PyLong_AsLong(ndim.get()) > 0) return tensor_size(tracer, value, 0);  // symbolic or not

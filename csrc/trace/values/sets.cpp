@@ -220,9 +220,11 @@ std::string SetValue::repr() const {
 size_t SetValue::size() const { return static_cast<size_t>(PySet_GET_SIZE(keys_.get())); }
 
 py::Ref<> set_key(Tracer& tracer, const ValuePtr& item) {
-  if (item->is_tensor()) unsupported("unsupported_set", "a set holding a tensor (" + item->repr() + ")");
   py::Ref<> key;
-  if (item->is_constant()) {
+  if (auto* tensor = dynamic_cast<TensorValue*>(item.get())) {
+    // A tensor hashes and compares by identity, which its fake follows (see same_object).
+    key = py::Ref<>::newref(tensor->fake());
+  } else if (item->is_constant()) {
     key = py::Ref<>::newref(item->constant());
   } else if (auto* seq = dynamic_cast<SequenceValue*>(item.get()); seq && !seq->is_list()) {
     key = constant_of(item);
@@ -251,6 +253,13 @@ bool SetValue::discard(Tracer& tracer, const ValuePtr& item) {
   PyObject* candidate;
   for (const py::Ref<>& candidate_ref : set_items(keys_.get())) {
     candidate = candidate_ref.get();
+    if (candidate == key.get()) {
+      stored = candidate;
+      continue;
+    }
+    // == on a tensor member is an op on its fake: identity is all that can match it.
+    if (auto member = members_.find(candidate); member != members_.end() && member->second->is_tensor()) continue;
+    if (item->is_tensor()) continue;
     int equal = PyObject_RichCompareBool(candidate, key.get(), Py_EQ);
     check_status(equal);
     if (equal) stored = candidate;
@@ -267,7 +276,6 @@ void SetValue::clear() {
 }
 
 bool SetValue::contains(Tracer& tracer, const ValuePtr& item) const {
-  if (item->is_tensor()) unsupported("unsupported_set", "`in` a set with a tensor (" + item->repr() + ")");
   py::Ref<> key = set_key(tracer, item);
   int found = PySet_Contains(keys_.get(), key.get());
   check_status(found);
@@ -299,6 +307,9 @@ void SetValue::assign(PyObject* keys, const std::vector<const SetValue*>& source
 }
 
 std::optional<Args> SetValue::unpack(Tracer&) {
+  for (const auto& member : members_)
+    if (member.second->is_tensor())
+      unsupported("unsupported_set", "the order of " + repr() + ": a set of tensors is ordered by their addresses at run time");
   Args items;
   PyObject* key;
   for (const py::Ref<>& key_ref : set_items(keys_.get())) {

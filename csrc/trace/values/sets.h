@@ -10,8 +10,9 @@ namespace bytegraph::trace {
 // A set whose members the tracer knows: constants (compared by value, as the real set
 // compares them) and objects whose hash and equality are their identity (classes,
 // functions, modules: pinned by identity guards). The members live in a real Python set, so
-// membership, iteration order and the set algebra are CPython's own. A tensor is never a
-// member: its hash is its identity, but `==` on it is data dependent.
+// membership, iteration order and the set algebra are CPython's own. A tensor is a member
+// by identity, keyed by its fake (torch.nn's `memo` sets of parameters); such a set is never
+// iterated, since its order would be the real tensors' addresses.
 // A frozenset of constants is a ConstantValue; this kind is for mutable sets, and for
 // frozensets holding identity members.
 class SetValue : public Value {
@@ -47,8 +48,8 @@ class SetValue : public Value {
 
 // A new set (or frozenset) of `items`.
 std::shared_ptr<SetValue> make_set(Tracer& tracer, bool frozen, const Args& items);
-// The key a value has in a set: constants as themselves, identity members as their object;
-// null (after a break for a tensor) where the tracer cannot decide membership.
+// The key a value has in a set: constants as themselves, identity members as their object,
+// tensors as their fake; a break where the tracer cannot decide membership.
 py::Ref<> set_key(Tracer& tracer, const ValuePtr& item);
 // |, &, -, ^ and comparisons where an operand is a set, a frozenset or a dict's keys view
 // (in-place forms mutate a set made in the trace); null when no operand is one.
