@@ -436,3 +436,12 @@ def test_returned_inputs_keep_their_identity_through_sources():
     assert result.output[0] == _bridge.Source("L['xs']")
     assert result.output[1] == _bridge.Source("L['x']")  # an input tensor is itself, not a graph output
     assert isinstance(result.output[2], list)
+
+
+def test_tensor_type_with_a_dtype_converts_and_without_one_names_the_type():
+    # XLNet: `r.type(self.r.dtype)` is a conversion; `x.type()` is metadata.
+    def f(x):
+        return x.type(torch.float64) * 2, x.type()
+
+    result = check(f, torch.arange(2.0))
+    assert [n.target for n in nodes(result, "call_method")] == ["type"]

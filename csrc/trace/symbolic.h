@@ -111,7 +111,8 @@ int graph_node_of(const ValuePtr& value);
 // the ShapeEnv knows it, else a SymNumberValue.
 ValuePtr wrap_symbolic_number(Tracer& tracer, int node, PyObject* result);
 // Tensor metadata read from the fake (x.shape, x.size(), x.stride(1), x.numel(), ...):
-// constants when static; symbolic items become SymNumberValues.
+// constants when static; symbolic items become SymNumberValues. Null for a method whose
+// result is a tensor (`x.type(dtype)` converts): the caller records it as an op.
 ValuePtr tensor_metadata(Tracer& tracer, const ValuePtr& tensor, const std::string& name, bool attribute,
                          const Args& args, const KwArgs& kwargs);
 ValuePtr tensor_size(Tracer& tracer, const ValuePtr& tensor, int dim);

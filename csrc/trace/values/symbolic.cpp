@@ -340,6 +340,8 @@ ValuePtr tensor_metadata(Tracer& tracer, const ValuePtr& tensor, const std::stri
       unsupported("constant_fold_raised", "Tensor." + name + " raised " + error.what());
     }
     result = py::Ref<>::steal(called);
+    // A metadata method that converts when given arguments (`x.type(torch.half)`) is an op.
+    if (PyObject_TypeCheck(result.get(), reinterpret_cast<PyTypeObject*>(Bridge::get().tensor_type.get()))) return nullptr;
   }
   if (!contains_symbolic_object(result.get()))
     return attribute ? ConstantValue::make(std::move(result)) : from_folded(std::move(result));

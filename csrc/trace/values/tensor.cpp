@@ -130,7 +130,7 @@ ValuePtr TensorMethodValue::call(Tracer& tracer, const Args& args, const KwArgs&
     unsupported("data_dependent_op", "Tensor." + name_ + "() reads tensor data");
   if (acts_outside_graph_) unsupported("tensor_effect", "Tensor." + name_ + "() acts outside the graph");
   if (is_constant_method(name_) && all_constant(args, kwargs))
-    return tensor_metadata(tracer, tensor_, name_, false, args, kwargs);
+    if (ValuePtr folded = tensor_metadata(tracer, tensor_, name_, false, args, kwargs)) return folded;
   Args all{tensor_};
   all.insert(all.end(), args.begin(), args.end());
   return tracer.record(graph::Op::CallMethod, check(PyUnicode_FromString(name_.c_str())), all, kwargs);
