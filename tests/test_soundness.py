@@ -546,3 +546,28 @@ def test_the_result_of_an_in_place_op_is_the_same_object():
     flags, _ = compiled(torch.ones(2))
     assert flags == (True, True, True, False, True)
     assert counter.frame_count == 1 and counter.op_count == 5
+
+
+class _Slotted:
+    __slots__ = ("scale", "cache")
+
+    def __init__(self):
+        self.scale = 2.0
+        self.cache = None
+
+
+def test_a_slot_written_in_the_trace_reads_back_as_written():
+    # A __slots__ attribute of an object from outside read the real (old) value after the
+    # trace wrote it: packaging's Version.__lt__ fills `_key_cache` then compares it, and
+    # compared None with None.
+    def f(x, box):
+        if box.cache is None:
+            box.cache = box.scale * 3
+        box.scale = box.scale + 1
+        return x * box.cache + box.scale
+
+    compiled, counter = compiled_with_counter(f)
+    eager_box, compiled_box = _Slotted(), _Slotted()
+    assert torch.equal(compiled(torch.ones(2), compiled_box), f(torch.ones(2), eager_box))
+    assert (compiled_box.scale, compiled_box.cache) == (eager_box.scale, eager_box.cache) == (3.0, 6.0)
+    assert counter.frame_count == 1 and counter.op_count == 2

@@ -93,6 +93,14 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
     if (is_new() && name == "__dict__")
       return std::make_shared<InstanceDictValue>(std::static_pointer_cast<ObjectValue>(shared_from_this()));
     if (is_new()) unsupported("unsupported_attribute", repr() + "." + name + " is a slot of an object made in the trace");
+    // A slot the trace wrote (or deleted) reads as written: the real object changes only
+    // when the writes are replayed after the graph.
+    for (const auto& [attr, value] : attrs) {
+      if (attr != name) continue;
+      if (value) return value;
+      unsupported("attribute_error", "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
+                                         "' object has no attribute '" + name + "' (deleted in the trace)");
+    }
     py::Ref<> real = check(PyObject_GetAttrString(real_.get(), name.c_str()));
     return tracer.wrap(real.get(), source() ? guards::attr_source(source(), name) : nullptr);
   }
