@@ -141,6 +141,7 @@ class FrameConverter:
 
     def _convert(self, frame_info, record):
         code = frame_info.f_code
+        grad_enabled_at_entry = torch.is_grad_enabled()  # guarded; what a fallback restarts with
         misses = _report_recompile(code, self.guard_fail_fn)
         record.recompile_reasons = misses
         shapes = _dynamic.ShapePolicy(self.dynamic, _dynamic.frame_shapes(code))
@@ -185,7 +186,8 @@ class FrameConverter:
         with record.phase("codegen"):
             on_failure = None
             if compiled is not None:
-                compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name)
+                compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name,
+                                                                         grad_enabled_at_entry)
                 _readable_code.name_constant(compiled, graph_name)
             new_code = plan.generate(compiled, on_failure)
         _frame_module().mark_own_code(new_code)

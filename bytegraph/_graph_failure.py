@@ -274,28 +274,54 @@ def restoring_generators(gm, compiled):
     return run
 
 
-def for_generated_code(gm, compiled, code, graph_name):
-    """What generated code calls: the compiled graph (with its generators restored on
-    failure, where it draws random numbers) and the failure handler, or None where the graph
-    cannot run again."""
+def _switches_grad_mode(gm):
+    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled for node in gm.graph.nodes)
+
+
+def restoring_grad_mode(gm, compiled):
+    """`compiled`, or for a graph that switches grad mode (a no_grad block inside it),
+    `compiled` putting the mode back when it raises: the error leaves the block, whose exit
+    eager runs, before it leaves the graph."""
+    if not _switches_grad_mode(gm):
+        return compiled
+
+    @functools.wraps(compiled)
+    def run(*args):
+        enabled = torch.is_grad_enabled()
+        try:
+            return compiled(*args)
+        except BaseException:
+            torch._C._set_grad_enabled(enabled)
+            raise
+
+    return run
+
+
+def for_generated_code(gm, compiled, code, graph_name, grad_enabled_at_entry):
+    """What generated code calls: the compiled graph (with the grad mode put back if it
+    raises inside a grad-mode block, and its generators restored on failure, where it draws
+    random numbers) and the failure handler, or None where the graph cannot run again."""
+    compiled = restoring_grad_mode(gm, compiled)
     if not can_run_again(gm):
         return compiled, None
     restoring = restoring_generators(gm, compiled)
     if restoring is None:
         return compiled, None
-    return restoring, handler(code, graph_name)
+    return restoring, handler(code, graph_name, grad_enabled_at_entry)
 
 
-def handler(code, graph_name):
+def handler(code, graph_name, grad_enabled_at_entry):
     """The callable generated code calls with the graph's exception before running the
     original code. It re-raises what is not an Exception (KeyboardInterrupt, SystemExit) and
     bytegraph's own errors (a backend returning the wrong outputs must be reported, not
-    papered over)."""
+    papered over). The original code restarts in the grad mode the frame was entered with
+    (its guards checked it): a graph that failed inside a no_grad block left the mode off."""
     where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
     logged = False
 
     def on_failure(error):
         nonlocal logged
+        torch._C._set_grad_enabled(grad_enabled_at_entry)
         if not isinstance(error, Exception) or isinstance(error, BytegraphError):
             raise error
         if not logged:

@@ -524,3 +524,29 @@ def test_batch_norm_in_eval_mode_writes_nothing_so_side_effects_keep_one_graph()
     assert counter.frame_count == 1 and counter.op_count == 2
     norm.train()
     assert break_kind(f, x) == "lasting_op_after_side_effect"
+
+
+def test_a_graph_failing_inside_no_grad_leaves_the_grad_mode_as_eager_does():
+    def inner(a, caught):
+        with torch.no_grad():
+            if caught:
+                try:
+                    a[OUT_OF_RANGE] + 1
+                except IndexError:
+                    LOG.append("caught")
+            else:
+                a.add_(1)  # written: this graph cannot run again, its error propagates
+                a[OUT_OF_RANGE] + 1
+        return torch.is_grad_enabled()
+
+    for caught in (True, False):
+        cf, counter = compiled_with_counter(inner)
+        if caught:
+            assert cf(torch.ones(3), caught) is True
+            assert LOG == ["caught"]
+        else:
+            with pytest.raises(IndexError):
+                cf(torch.ones(3), caught)
+        assert torch.is_grad_enabled()
+        assert counter.frame_count == 1
+        bytegraph.reset()

@@ -25,6 +25,7 @@ Node& Graph::append(Op op, py::Ref<> target, py::Ref<> args, py::Ref<> kwargs, p
   auto node = std::make_unique<Node>();
   node->op = op;
   node->index = static_cast<int>(nodes_.size());
+  node->serial = ++appended_;
   node->target = std::move(target);
   node->args = args ? std::move(args) : check(PyTuple_New(0));
   node->kwargs = kwargs ? std::move(kwargs) : check(PyDict_New());

@@ -8,6 +8,7 @@
 
 #include <Python.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct Node {
   py::Ref<> ref;     // this node's marker object, used inside later nodes' args
   UserLocation location;
   std::string name;  // a name hint (placeholders and get_attr); empty lets FX choose
+  // Unique in its graph, never reused after a truncation (addresses are: a node appended
+  // after a rollback may sit where the dropped one did).
+  uint64_t serial = 0;
   bool dead = false;  // dropped before materialisation (an input nothing used)
   bool pure = false;  // no effect besides its result (size arithmetic): dropped when unused
   // A placeholder's: the placeholders of the symbols in its fake's sizes, strides and offset.
@@ -87,6 +91,7 @@ class Graph {
   py::Ref<> node_ref_class_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<RootAttr> attrs_;
+  uint64_t appended_ = 0;  // nodes ever appended: the next serial
 };
 
 // `L['self'].fc.weight` -> `self_fc_weight`: a readable Python identifier for a source name.

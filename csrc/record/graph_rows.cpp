@@ -115,7 +115,7 @@ size_t GraphRows::update(const graph::Graph& graph) {
   while (kept < seen_.size() && kept < graph.size()) {
     const graph::Node& node = graph.node(kept);
     const Seen& seen = seen_[kept];
-    if (seen.node != &node || seen.ref != node.ref.get() || seen.args != node.args.get()) break;
+    if (seen.serial != node.serial) break;
     ++kept;
   }
   if (kept < seen_.size()) forget_from(kept);
@@ -123,7 +123,7 @@ size_t GraphRows::update(const graph::Graph& graph) {
     const graph::Node& node = graph.node(i);
     names_.push_back(name_for(node));
     rows_.push_back(render(node, names_.back()));
-    seen_.push_back(Seen{&node, node.ref.get(), node.args.get()});
+    seen_.push_back(Seen{node.serial});
   }
   return kept;
 }

@@ -33,9 +33,7 @@ class GraphRows {
   void forget_from(size_t length);
 
   struct Seen {
-    const graph::Node* node;
-    PyObject* ref;   // borrowed, compared only
-    PyObject* args;  // borrowed, compared only
+    uint64_t serial;  // the node's (Node::serial): addresses may be reused after a rollback
   };
   PyObject* node_ref_class_;  // borrowed: the bridge keeps it alive
   std::vector<Seen> seen_;
