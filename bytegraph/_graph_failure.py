@@ -186,14 +186,14 @@ def op_leaves_a_trace(target, args, kwargs):
     itself, whatever tensors it is given: it writes into an argument without working in place
     by name (running statistics). A write into the first operand counts only where that tensor
     comes from outside the graph, which the caller knows. Random numbers do not count: the
-    generators are put back before the graph runs again (restoring_generators)."""
+    generators are put back before the graph runs again (restoring_on_failure)."""
     return not _input_aliasing.writes_first_operand(target, args, kwargs) and _writes_an_argument(target)
 
 
 def can_run_again(gm):
     """Whether running the original code after `gm` failed part-way is the same as running it
     instead of `gm`: the graph writes into no input (random numbers are drawn again from the
-    same generator state, see restoring_generators)."""
+    same generator state, see restoring_on_failure)."""
     outside = []  # the traced values of the graph's inputs and attributes
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "get_attr"):
@@ -251,22 +251,28 @@ def _generators_drawn_from(gm):
     return list(generators.values())
 
 
-def restoring_generators(gm, compiled):
-    """`compiled`, or for a graph that draws random numbers, `compiled` putting the generators'
-    states back when it raises, so that the original code run after the failure draws the
-    numbers eager would; None when the generators are not known (the graph cannot run again)."""
-    generators = _generators_drawn_from(gm)
-    if generators is None:
-        return None
-    if not generators:
+def _switches_grad_mode(gm):
+    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled for node in gm.graph.nodes)
+
+
+def restoring_on_failure(gm, compiled, generators=()):
+    """`compiled`, or, for a graph that switches grad mode or draws from `generators`,
+    `compiled` putting that state back when it raises (one wrapper, one frame per call):
+    - grad mode: the error leaves a no_grad block inside the graph, whose exit eager runs;
+    - generators: the original code run after the failure draws the numbers eager would."""
+    switches = _switches_grad_mode(gm)
+    if not switches and not generators:
         return compiled
 
     @functools.wraps(compiled)
     def run(*args):
+        enabled = torch.is_grad_enabled()
         states = [generator.get_state() for generator in generators]
         try:
             return compiled(*args)
         except BaseException:
+            if switches:
+                torch._C._set_grad_enabled(enabled)
             for generator, state in zip(generators, states):
                 generator.set_state(state)
             raise
@@ -274,40 +280,14 @@ def restoring_generators(gm, compiled):
     return run
 
 
-def _switches_grad_mode(gm):
-    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled for node in gm.graph.nodes)
-
-
-def restoring_grad_mode(gm, compiled):
-    """`compiled`, or for a graph that switches grad mode (a no_grad block inside it),
-    `compiled` putting the mode back when it raises: the error leaves the block, whose exit
-    eager runs, before it leaves the graph."""
-    if not _switches_grad_mode(gm):
-        return compiled
-
-    @functools.wraps(compiled)
-    def run(*args):
-        enabled = torch.is_grad_enabled()
-        try:
-            return compiled(*args)
-        except BaseException:
-            torch._C._set_grad_enabled(enabled)
-            raise
-
-    return run
-
-
 def for_generated_code(gm, compiled, code, graph_name, grad_enabled_at_entry):
-    """What generated code calls: the compiled graph (with the grad mode put back if it
-    raises inside a grad-mode block, and its generators restored on failure, where it draws
-    random numbers) and the failure handler, or None where the graph cannot run again."""
-    compiled = restoring_grad_mode(gm, compiled)
-    if not can_run_again(gm):
-        return compiled, None
-    restoring = restoring_generators(gm, compiled)
-    if restoring is None:
-        return compiled, None
-    return restoring, handler(code, graph_name, grad_enabled_at_entry)
+    """What generated code calls: the compiled graph (putting grad mode back if it raises
+    inside a grad-mode block, and its generators' states where it draws random numbers and
+    can run again) and the failure handler, or None where the graph cannot run again (or
+    draws from generators it cannot name)."""
+    generators = _generators_drawn_from(gm) if can_run_again(gm) else None
+    restoring = restoring_on_failure(gm, compiled, generators or ())
+    return restoring, (handler(code, graph_name, grad_enabled_at_entry) if generators is not None else None)
 
 
 def handler(code, graph_name, grad_enabled_at_entry):

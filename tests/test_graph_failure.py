@@ -194,7 +194,8 @@ def test_dropout_that_cannot_draw_needs_no_generator_state():
 
     gm = torch.fx.symbolic_trace(f)
     compiled = gm.forward
-    assert _graph_failure.restoring_generators(gm, compiled) is compiled
+    assert _graph_failure._generators_drawn_from(gm) == []
+    assert _graph_failure.restoring_on_failure(gm, compiled) is compiled
     assert _graph_failure.draws_random_numbers(F.dropout, (q := torch.ones(2), 0.5), {})
     assert _graph_failure.draws_random_numbers(F.scaled_dot_product_attention, (q, q, q), {"dropout_p": 0.1})
 

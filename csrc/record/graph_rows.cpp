@@ -113,9 +113,7 @@ void GraphRows::forget_from(size_t length) {
 size_t GraphRows::update(const graph::Graph& graph) {
   size_t kept = 0;
   while (kept < seen_.size() && kept < graph.size()) {
-    const graph::Node& node = graph.node(kept);
-    const Seen& seen = seen_[kept];
-    if (seen.serial != node.serial) break;
+    if (seen_[kept] != graph.node(kept).serial) break;
     ++kept;
   }
   if (kept < seen_.size()) forget_from(kept);
@@ -123,7 +121,7 @@ size_t GraphRows::update(const graph::Graph& graph) {
     const graph::Node& node = graph.node(i);
     names_.push_back(name_for(node));
     rows_.push_back(render(node, names_.back()));
-    seen_.push_back(Seen{node.serial});
+    seen_.push_back(node.serial);
   }
   return kept;
 }

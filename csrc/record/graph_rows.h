@@ -32,11 +32,9 @@ class GraphRows {
   std::string render_arg(PyObject* arg);
   void forget_from(size_t length);
 
-  struct Seen {
-    uint64_t serial;  // the node's (Node::serial): addresses may be reused after a rollback
-  };
   PyObject* node_ref_class_;  // borrowed: the bridge keeps it alive
-  std::vector<Seen> seen_;
+  // The rows' nodes, by Node::serial: a node's address may be reused after a rollback.
+  std::vector<uint64_t> seen_;
   std::vector<std::string> names_;
   std::vector<std::string> rows_;
   std::unordered_set<std::string> used_;

@@ -20,10 +20,8 @@ void pop_jump_if(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 
 bool is_none(const ValuePtr& value) {
   if (value->is_constant()) return value->constant() == Py_None;
-  if (value->is_tensor() || value->real_object() || dynamic_cast<SequenceValue*>(value.get()) ||
-      dynamic_cast<DictValue*>(value.get()) || dynamic_cast<UserFunctionValue*>(value.get()))
-    return false;
-  // Any value whose type the trace knows (a set, an object it made, a generator): None is
+  if (PyObject* real = value->real_object()) return real == Py_None;
+  // Any value whose type the trace knows (a tensor, a container, an object it made): None is
   // the one instance of its own type.
   if (PyObject* type = value->python_type()) return type == reinterpret_cast<PyObject*>(Py_TYPE(Py_None));
   unsupported("unsupported_branch", "`is None` on " + value->repr());
