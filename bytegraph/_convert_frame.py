@@ -85,13 +85,19 @@ class FrameConverter:
     fullgraph: a graph break is an error instead of a split.
     dynamic: None (automatic), True (sizes symbolic from the start) or False (static).
     guard_export_fn / guard_fail_fn: called with the guards of a new entry / a failed guard.
+    backend_key: one object per backend and its settings (backends.backend_key).
     """
 
     def __init__(
         self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
-        recompile_limit=None,
+        recompile_limit=None, backend_key=None,
     ):
         self.compiler_fn = compiler_fn
+        # The cache hook keys the entries this callback makes by it (backends.backend_key):
+        # a function compiled again for another backend is compiled again, not served the
+        # first backend's code.
+        if backend_key is not None:
+            self.backend_key = backend_key
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.guard_export_fn = guard_export_fn
@@ -446,10 +452,11 @@ def graph_break_error(kind, message, user_stack, code):
 
 
 def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
-                  recompile_limit=None):
+                  recompile_limit=None, backend_key=None):
     """The frame callback that compiles cache misses with `compiler_fn`."""
     return FrameConverter(
         compiler_fn,
+        backend_key=backend_key,
         fullgraph=fullgraph,
         dynamic=dynamic,
         guard_export_fn=guard_export_fn,

@@ -76,6 +76,7 @@ def _optimize_context(
     compiler_fn = backends.resolve_backend(backend, mode=mode, options=options, dynamic=dynamic)
     callback = _convert_frame.make_callback(
         compiler_fn,
+        backend_key=backends.backend_key(backend, mode=mode, options=options),
         fullgraph=fullgraph,
         dynamic=dynamic,
         guard_export_fn=guard_export_fn,

@@ -277,6 +277,19 @@ def _accepts_keyword(fn, keyword):
     return any(p.name == keyword or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
+_BACKEND_KEYS = {}
+
+
+def backend_key(backend, *, mode=None, options=None):
+    """One object per backend and its settings, the same for equal settings: what a compiled
+    frame's cache entries are made for. A callable backend is its own key; a name with its
+    mode and options gets an interned tuple."""
+    if callable(backend) and not isinstance(backend, str):
+        return backend
+    described = (backend, mode, repr(sorted((options or {}).items())))
+    return _BACKEND_KEYS.setdefault(described, described)
+
+
 def resolve_backend(backend, *, mode=None, options=None, dynamic=None):
     """The compiler function for `compile(backend=..., mode=..., options=..., dynamic=...)`.
 

@@ -6,6 +6,9 @@ The slice runs CI_PROGRAMS programs of CI_SEED in a worker process, each eagerly
 compiled with the counting backends (aot_eager on a few), across input sets that cross
 guards. A failure fails the test unless it is a known bug (tools/fuzz/known_bugs.py, each
 with its strict-xfail regression program).
+
+The --mutate-state mode (state_generator.py, state_runner.py) has its own slice of
+STATE_PROGRAMS programs: state outside the function changed between calls.
 """
 
 import ast
@@ -14,14 +17,17 @@ import pathlib
 import sys
 
 import pytest
+import torch
 
-from tools.fuzz import backends, known_bugs, runner, shrinker
+from tools.fuzz import backends, known_bugs, runner, shrinker, state_generator, state_runner
 from tools.fuzz.batch import Job, WorkerPool
 from tools.fuzz.campaign import run_campaign
+from tools.fuzz.compare import difference
 from tools.fuzz.generator import generate
 
 CI_PROGRAMS = 200
 CI_SEED = 0
+STATE_PROGRAMS = 40
 REGRESSIONS = sorted(pathlib.Path(shrinker.REGRESSIONS_DIR).glob("*.py"))
 
 SIMPLE = '''
@@ -40,6 +46,35 @@ VARIANTS = [0, 1]
 
 def make_inputs(variant):
     return (torch.randn(3 + variant, 4, generator=torch.Generator().manual_seed(variant)),), {}
+'''
+
+
+# A --mutate-state program: fn reads a global, which the mutation rebinds between calls.
+STATEFUL = '''
+import contextlib
+
+import torch
+
+RESTORE = contextlib.ExitStack()
+SCALE = 0.5
+CALLS = 0
+
+
+def fn(a):
+    return torch.relu(a) * SCALE
+
+
+def mutate_global_rebound():
+    global SCALE
+    SCALE = 2.0
+
+
+MUTATIONS = [mutate_global_rebound]
+VARIANTS = [3]
+
+
+def make_inputs(variant):
+    return (torch.randn(VARIANTS[variant], 4, generator=torch.Generator().manual_seed(variant)),), {}
 '''
 
 
@@ -137,6 +172,114 @@ def test_crashes_and_hangs_are_caught_in_the_worker():
     assert outcomes["fine"].verdict == "ok"  # the pool replaced the dead worker
 
 
+# ---- the --mutate-state mode -------------------------------------------------------------------
+
+
+def _stale_backend(gm, example_inputs):
+    """Every graph returns what the first one returned on its first call: stale after any change."""
+    first = _stale_backend.first
+
+    def run(*args):
+        if not first:
+            first.append(gm(*args))
+        return first[0]
+
+    return run
+
+
+def test_a_stale_result_after_a_change_of_state_is_reported(monkeypatch):
+    from bytegraph.testing import CompileCounterWithBackend
+
+    monkeypatch.setattr(_stale_backend, "first", [], raising=False)
+    monkeypatch.setitem(backends.CONFIGS, "stale", (lambda: CompileCounterWithBackend(_stale_backend), {}))
+    # The same stale backend passes the default mode: its stale results show only after a change.
+    assert runner.run_program(STATEFUL, ("stale",)).verdict == "ok"
+    _stale_backend.first.clear()
+    outcome = state_runner.run_state_program(STATEFUL, ("eager", "stale"))
+    assert outcome.verdict == "wrong" and outcome.backend == "stale", outcome
+    assert outcome.detail.startswith("after mutate_global_rebound: ") and "values differ" in outcome.detail
+
+
+def test_a_state_program_that_keeps_up_is_ok_and_recompiles_once_per_change():
+    outcome = state_runner.run_state_program(STATEFUL, backends.DEFAULT)
+    assert outcome.verdict == "ok", outcome.detail
+    assert outcome.graphs == 2 and outcome.calls == 4, outcome  # the first call, the first after the change
+
+
+def test_a_recompile_with_nothing_changed_is_reported():
+    # fn writes the global it reads: each call fails the guard its compile installed.
+    source = STATEFUL.replace("    return torch.relu(a) * SCALE",
+                              "    global CALLS\n    CALLS += 1\n    return torch.relu(a) * SCALE + CALLS")
+    outcome = state_runner.run_state_program(source, ("eager",))
+    assert outcome.verdict == "recompile", outcome
+    assert outcome.detail.startswith("call again: ") and "CALLS" in outcome.detail, outcome.detail
+
+
+def test_a_state_program_leaves_torch_global_state_as_it_found_it():
+    source = STATEFUL.replace("    global SCALE\n    SCALE = 2.0", "    RESTORE.enter_context(torch.no_grad())\n"
+                              "    RESTORE.callback(torch.set_default_dtype, torch.get_default_dtype())\n"
+                              "    torch.set_default_dtype(torch.float64)\n"
+                              '    RESTORE.enter_context(torch.autocast("cpu"))')
+    assert state_runner.run_state_program(source, ("eager",)).verdict == "ok"
+    assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
+    assert not torch.is_autocast_enabled("cpu")
+    # One that changes it outside RESTORE is an error of the program, and is undone all the same.
+    leaky = STATEFUL.replace("    global SCALE\n    SCALE = 2.0", "    torch.use_deterministic_algorithms(True)")
+    with pytest.raises(RuntimeError, match="deterministic"):
+        state_runner.run_state_program(leaky, ("eager",))
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_state_programs_are_valid_and_a_function_of_seed_and_index():
+    assert state_generator.generate(3, 14).source == state_generator.generate(3, 14).source
+    assert state_generator.generate(3, 14).source != state_generator.generate(3, 15).source
+    assert generate(3, 14).source != state_generator.generate(3, 14).source
+    for index in range(60):
+        ast.parse(state_generator.generate(12, index).source)
+
+
+def test_state_programs_make_every_kind_of_change():
+    sources = "\n".join(state_generator.generate(11, i).source for i in range(300))
+    for kind in ("parameter_replaced", "buffer_replaced", "tensor_attribute_replaced", "state_dict_loaded_with_assign",
+                 "module_list_appended", "module_dict_key_added", "sequential_item_replaced", "submodule_replaced",
+                 "method_assigned_on_instance", "forward_assigned_on_instance", "activation_swapped",
+                 "namespace_attribute_added", "dataclass_attribute_changed", "instance_attribute_deleted",
+                 "global_rebound", "closure_cell_rebound", "class_attribute_changed", "base_method_patched_via_super",
+                 "callable_in_dict_swapped", "callable_in_list_swapped", "callable_in_class_swapped",
+                 "autocast_entered", "default_dtype_changed", "deterministic_algorithms_toggled",
+                 "grad_mode_changed", "inference_mode_entered"):
+        assert f"_{kind}():" in sources, f"no generated program makes the change {kind}"
+    for construct in ("load_state_dict(", "assign=True", ".append(", "super().", "functools.partial(", "operator.",
+                      "len", "types.SimpleNamespace(", "@dataclasses.dataclass", "nonlocal ", "torch.autocast(",
+                      "torch.set_default_dtype(", "torch.use_deterministic_algorithms(", "torch.inference_mode()"):
+        assert construct in sources, f"no generated program contains {construct!r}"
+
+
+def test_state_changes_change_what_the_function_returns():
+    # A change the function does not see tests no guard: eagerly, most must change the result.
+    changed = total = 0
+    for index in range(30):
+        steps = state_runner.run_steps(state_generator.generate(13, index).source, "<state program>", None)
+        before = steps[1].call
+        for step in steps[2:]:
+            if not step.repeated:
+                total += 1
+                changed += bool(before.raised != step.call.raised or difference(before.state, step.call.state))
+            before = step.call
+    assert changed >= 0.9 * total, f"{changed} of {total} changes changed the result"
+
+
+@pytest.mark.xfail(reason="missing guards, issue 25", strict=False)
+def test_mutate_state_slice():
+    summary = run_campaign(STATE_PROGRAMS, CI_SEED, backends.DEFAULT, occasional_fraction=0.0, jobs=1, timeout=60,
+                           mode=state_generator.MODE)
+    assert summary.counts["error"] == 0, "programs the runner could not run"
+    assert summary.captured >= 0.9 * STATE_PROGRAMS, summary.text()
+    unknown = summary.unknown_failures()
+    assert not unknown, f"{len(unknown)} failures (reproduce: python -m tools.fuzz --mutate-state --seed {CI_SEED} " \
+                        f"--start <index> --n 1):\n{_describe(unknown)}"
+
+
 # ---- the shrinker ----------------------------------------------------------------------------
 
 
@@ -190,11 +333,13 @@ def _regression_params():
 def test_regression(path):
     metadata = _metadata(path)
     source = path.read_text()
+    mode = metadata.get("FUZZ_MODE", "default")
     if metadata.get("FUZZ_VERDICT") == "crash":
         with WorkerPool(jobs=1, timeout=60) as pool:
-            outcome = pool.run_one(Job(path.stem, source, metadata["FUZZ_BACKENDS"]))
+            outcome = pool.run_one(Job(path.stem, source, metadata["FUZZ_BACKENDS"], mode))
     else:
-        outcome = runner.run_program(source, metadata["FUZZ_BACKENDS"], filename=str(path))
+        run = state_runner.run_state_program if mode == state_generator.MODE else runner.run_program
+        outcome = run(source, metadata["FUZZ_BACKENDS"], filename=str(path))
     assert outcome.verdict == "ok", outcome.detail
     assert outcome.graphs >= 1, "the program compiled no graph: it tests nothing"
 

@@ -133,8 +133,11 @@ void bind_frame(nb::module_& m) {
     if (view == nullptr) return reasons;
     CodeCache* cache = CodeCache::find(view->code());
     if (cache == nullptr) return reasons;
+    frame::ThreadHookState* state = frame::current_thread_state();
+    PyObject* backend_key = state && state->compiler ? state->compiler->backend_key() : nullptr;
     for (const auto& entry : cache->entries()) {
-      if (entry->guards) reasons.push_back(entry->guards->explain_failure(view->values()));
+      if (!entry->made_for(backend_key)) reasons.push_back("compiled for another backend");
+      else if (entry->guards) reasons.push_back(entry->guards->explain_failure(view->values()));
     }
     return reasons;
   }, "Why each cache entry of the frame being compiled on this thread did not match.");

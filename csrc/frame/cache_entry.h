@@ -25,8 +25,12 @@ struct CacheEntry {
   py::Ref<> function;         // built once around positional_code (original globals, closure)
   std::unique_ptr<guards::GuardTree> guards;  // null: always matches
   py::Ref<> keepalive;        // opaque (e.g. the compiled graph); may be null
+  py::Ref<> backend_key;      // the compiler's backend_key() (frame_compiler.h); may be null
 
   std::vector<std::string> describe_guards() const;
+  // Whether a compiler keyed `key` may use this entry: a null key on either side matches any
+  // (the run-only and eager stances look entries up without compiling).
+  bool made_for(PyObject* key) const { return key == nullptr || !backend_key || backend_key.get() == key; }
 };
 
 // Checks the replacement against the original code, builds the positional copy and the

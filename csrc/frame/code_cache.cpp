@@ -59,10 +59,11 @@ CodeCache::~CodeCache() {
   dying.clear();
 }
 
-std::shared_ptr<CacheEntry> CodeCache::lookup(const guards::FrameValues& values) {
+std::shared_ptr<CacheEntry> CodeCache::lookup(const guards::FrameValues& values, PyObject* backend_key) {
   // Index-based on purpose: a Python guard may clear or extend this cache while it runs.
   for (size_t i = 0; i < entries_.size(); i++) {
     std::shared_ptr<CacheEntry> entry = entries_[i];
+    if (!entry->made_for(backend_key)) continue;
     if (entry->guards && !entry->guards->check(values)) continue;
     auto position = std::find(entries_.begin(), entries_.end(), entry);
     if (position != entries_.end() && position != entries_.begin()) {

@@ -30,7 +30,8 @@ class CodeCache {
 
   // The first entry whose guards pass (moved to the front), or null. Throws whatever a guard
   // threw (PythonError for a Python guard that raised).
-  std::shared_ptr<CacheEntry> lookup(const guards::FrameValues& values);
+  // The first entry made for `backend_key` (see frame_compiler.h) whose guards pass.
+  std::shared_ptr<CacheEntry> lookup(const guards::FrameValues& values, PyObject* backend_key = nullptr);
   void add(std::shared_ptr<CacheEntry> entry);
   // Drops the entries (and the miss counter); marks stay.
   void clear_entries();

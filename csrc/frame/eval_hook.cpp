@@ -54,8 +54,9 @@ std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameV
   HookSuspension hook_off(state);
   CurrentFrameScope current(view);
   g_stats.frames_seen++;
+  PyObject* backend_key = state.compiler ? state.compiler->backend_key() : nullptr;
   if (CodeCache* cache = CodeCache::find(view.code())) {
-    if (std::shared_ptr<CacheEntry> hit = cache->lookup(view.values())) {
+    if (std::shared_ptr<CacheEntry> hit = cache->lookup(view.values(), backend_key)) {
       g_stats.cache_hits++;
       return hit;
     }
@@ -69,6 +70,7 @@ std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameV
   std::shared_ptr<CacheEntry> entry =
       make_cache_entry(view.code(), view.function(), std::move(compiled->code),
                        std::move(compiled->guards), std::move(compiled->keepalive));
+  if (backend_key) entry->backend_key = py::Ref<>::newref(backend_key);
   CodeCache::ensure(view.code()).add(entry);
   return entry;
 }

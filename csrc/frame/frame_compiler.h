@@ -30,6 +30,9 @@ class FrameCompiler {
  public:
   virtual ~FrameCompiler() = default;
   virtual std::optional<CompiledFrame> on_cache_miss(const FrameView& frame) = 0;
+  // What the entries it makes are compiled for (one object per backend and its settings,
+  // compared by identity); entries made for another backend never match (cache_entry.h).
+  virtual PyObject* backend_key() const { return nullptr; }
 };
 
 }  // namespace bytegraph::frame

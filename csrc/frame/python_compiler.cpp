@@ -59,6 +59,11 @@ std::optional<CompiledFrame> compiled_frame_from_python(PyObject* result, PyCode
   return compiled;
 }
 
+PythonCallbackCompiler::PythonCallbackCompiler(py::Ref<> callback) : callback_(std::move(callback)) {
+  backend_key_ = py::Ref<>::steal(PyObject_GetAttrString(callback_.get(), "backend_key"));
+  if (!backend_key_) PyErr_Clear();
+}
+
 std::optional<CompiledFrame> PythonCallbackCompiler::on_cache_miss(const FrameView& frame) {
   py::Ref<> info = make_frame_info(frame.code(), frame.function(), frame.globals(),
                                    frame.builtins(), frame.locals_dict());

@@ -19,11 +19,14 @@ namespace bytegraph::frame {
 
 class PythonCallbackCompiler : public FrameCompiler {
  public:
-  explicit PythonCallbackCompiler(py::Ref<> callback) : callback_(std::move(callback)) {}
+  // `callback.backend_key`, when it has one, keys the entries it makes (frame_compiler.h).
+  explicit PythonCallbackCompiler(py::Ref<> callback);
   std::optional<CompiledFrame> on_cache_miss(const FrameView& frame) override;
+  PyObject* backend_key() const override { return backend_key_.get(); }
 
  private:
   py::Ref<> callback_;
+  py::Ref<> backend_key_;
 };
 
 class PythonGuardTree : public guards::GuardTree {

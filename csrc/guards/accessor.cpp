@@ -3,6 +3,7 @@
 #include "guards/guard_manager.h"
 #include "guards/tensor_meta.h"
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::guards {
 
@@ -125,11 +126,63 @@ class ClosureCellAccessor final : public Accessor {
   int index_;
 };
 
+// torch.nn.Module keeps parameters, buffers and submodules in dicts of its own, reached
+// through a Python __getattr__ that runs only after the ordinary lookup failed (raising and
+// catching an AttributeError): a microsecond per read. Where nothing on the class can
+// intervene, the same answer is read from those dicts directly.
+class ModuleAttributes {
+ public:
+  static const ModuleAttributes& get() {
+    static const ModuleAttributes* instance = new ModuleAttributes();  // for the process
+    return *instance;
+  }
+
+  // A new reference, or null (no error set) when the fast path does not apply or finds nothing.
+  PyObject* read(PyObject* module, PyObject* name) const {
+    PyTypeObject* type = Py_TYPE(module);
+    if (!PyType_IsSubtype(type, module_type_) || _PyType_Lookup(type, name) != nullptr ||
+        _PyType_Lookup(type, getattribute_name_.get()) != object_getattribute_ ||
+        _PyType_Lookup(type, getattr_name_.get()) != module_getattr_)
+      return nullptr;
+    PyObject** dict_slot = _PyObject_GetDictPtr(module);
+    if (dict_slot == nullptr || *dict_slot == nullptr) return nullptr;
+    PyObject* dict = *dict_slot;
+    if (PyObject* value = PyDict_GetItemWithError(dict, name)) return Py_NewRef(value);
+    for (const py::Ref<>& table_name : tables_) {
+      if (PyErr_Occurred()) return nullptr;
+      PyObject* table = PyDict_GetItemWithError(dict, table_name.get());
+      if (table == nullptr || !PyDict_CheckExact(table)) continue;
+      if (PyObject* value = PyDict_GetItemWithError(table, name)) return Py_NewRef(value);
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    return nullptr;
+  }
+
+ private:
+  ModuleAttributes() {
+    py::Ref<> nn = import_module("torch.nn");
+    py::Ref<> module_class = check(PyObject_GetAttrString(nn.get(), "Module"));
+    module_type_ = reinterpret_cast<PyTypeObject*>(module_class.release());
+    getattribute_name_ = interned("__getattribute__");
+    getattr_name_ = interned("__getattr__");
+    object_getattribute_ = _PyType_Lookup(&PyBaseObject_Type, getattribute_name_.get());
+    module_getattr_ = _PyType_Lookup(module_type_, getattr_name_.get());
+    for (const char* table : {"_parameters", "_buffers", "_modules"}) tables_.push_back(interned(table));
+  }
+
+  PyTypeObject* module_type_ = nullptr;  // kept for the process
+  py::Ref<> getattribute_name_, getattr_name_;
+  PyObject* object_getattribute_ = nullptr;  // borrowed from the classes, which live on
+  PyObject* module_getattr_ = nullptr;
+  std::vector<py::Ref<>> tables_;  // searched in Module.__getattr__'s order
+};
+
 class AttrAccessor final : public Accessor {
  public:
   AttrAccessor(const std::string& name, std::unique_ptr<GuardManager> child)
       : Accessor(std::move(child)), name_(interned(name)) {}
   Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    if (PyObject* value = ModuleAttributes::get().read(parent, name_.get())) return Fetched::owned(py::Ref<>::steal(value));
     PyObject* value = PyObject_GetAttr(parent, name_.get());  // new ref
     if (value == nullptr) return missing_or_throw(PyExc_AttributeError);
     return Fetched::owned(py::Ref<>::steal(value));

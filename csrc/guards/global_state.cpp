@@ -1,7 +1,16 @@
-// GLOBAL_STATE leaves: process state a graph was traced under and silently depends on.
-// Grad mode decides whether the graph's outputs record autograd history, so a graph traced
-// with grad enabled must not serve a call made under torch.no_grad(), and vice versa.
-// These leaves sit on the tree's root and ignore the (absent) root value.
+// GLOBAL_STATE: process state a graph was traced under and silently depends on. Grad mode
+// decides whether outputs record autograd history; the default dtype what factory calls
+// make; autocast which dtype each op computes in; deterministic algorithms which kernels run;
+// inference mode what kind of tensors come out; a torch-function mode (also how
+// torch.set_default_device works) what every torch call does. The trace also folds queries of
+// these (`torch.is_autocast_enabled()`) into constants. One leaf on the tree's root compares a
+// snapshot taken when the frame started with the state at each call.
+//
+// The hot path calls each reader's C function directly (they are METH_NOARGS builtins of
+// torch._C): no argument tuple, no vectorcall dispatch, ~10 ns a component.
+#include <array>
+#include <optional>
+
 #include "guards/leaf_guard.h"
 #include "python/errors.h"
 #include "python/import.h"
@@ -10,45 +19,209 @@ namespace bytegraph::guards {
 
 namespace {
 
-// torch._C.is_grad_enabled, looked up once: the check is one C call returning a bool singleton.
-PyObject* is_grad_enabled_function() {
-  static PyObject* function = [] {
-    py::Ref<> torch_c = import_module("torch._C");
-    return check(PyObject_GetAttrString(torch_c.get(), "is_grad_enabled")).release();  // immortal here
-  }();
-  return function;
-}
-
-class GradModeMatch final : public LeafGuard {
+// One no-argument query of torch._C, resolved once and kept for the process.
+class Query {
  public:
-  explicit GradModeMatch(bool enabled) : enabled_(enabled), function_(is_grad_enabled_function()) {}
-
-  bool check(PyObject*) const override {
-    py::Ref<> now = bytegraph::check(PyObject_CallNoArgs(function_));
-    return (now.get() == Py_True) == enabled_;
+  Query() = default;
+  Query(PyObject* module, const char* name) {
+    function_ = check(PyObject_GetAttrString(module, name)).release();  // immortal here
+    if (PyCFunction_Check(function_) && (PyCFunction_GET_FLAGS(function_) & METH_NOARGS)) {
+      direct_ = PyCFunction_GET_FUNCTION(function_);
+      self_ = PyCFunction_GET_SELF(function_);
+    }
   }
-  std::string explain(PyObject*, const std::string&) const override {
-    return std::string("grad mode: traced with grad ") + (enabled_ ? "enabled" : "disabled") + ", called with grad " +
-           (enabled_ ? "disabled" : "enabled");
+  py::Ref<> operator()() const {
+    if (direct_) return check(direct_(self_, nullptr));
+    return check(PyObject_CallNoArgs(function_));
   }
-  std::string describe(const std::string&) const override {
-    return std::string("GLOBAL_STATE: torch.is_grad_enabled() == ") + (enabled_ ? "True" : "False");
-  }
-  std::string dedupe_key() const override { return "GRAD_MODE"; }
-  int cost_rank() const override { return kCostValue; }
+  py::Ref<> operator()(PyObject* argument) const { return check(PyObject_CallOneArg(function_, argument)); }
 
  private:
-  bool enabled_;
-  PyObject* function_;  // borrowed from the static above
+  PyObject* function_ = nullptr;
+  PyCFunction direct_ = nullptr;
+  PyObject* self_ = nullptr;
+};
+
+// What each component is called in listings and failure reasons, and how it is read.
+enum Component : int {
+  kGradMode,
+  kInferenceMode,
+  kDefaultDtype,
+  kAnyAutocast,
+  kDeterministic,
+  kDeterministicWarnOnly,
+  kTorchFunctionEnabled,
+  kTorchFunctionModes,
+  kComponentCount,
+};
+
+constexpr std::array<const char*, kComponentCount> kComponentNames = {
+    "grad mode (torch.is_grad_enabled())",
+    "inference mode (torch.is_inference_mode_enabled())",
+    "default dtype (torch.get_default_dtype())",
+    "autocast (any device enabled)",
+    "deterministic algorithms (torch.are_deterministic_algorithms_enabled())",
+    "deterministic algorithms warn only",
+    "torch function enabled",
+    "torch function modes active",
+};
+
+// Autocast per device type: whether it is on and the dtype it casts to. Read only when the
+// cheap "any autocast" component says autocast is on, or when the trace read these settings.
+constexpr std::array<const char*, 2> kAutocastDevices = {"cpu", "cuda"};
+
+struct Readers {
+  std::array<Query, kComponentCount> components;
+  Query is_autocast_enabled, get_autocast_dtype, is_autocast_cache_enabled, mode_at;
+  std::array<py::Ref<>, kAutocastDevices.size()> device_names;
+
+  static const Readers& get() {
+    static const Readers* readers = [] {
+      auto* r = new Readers();  // lives for the process, like the torch functions it holds
+      py::Ref<> c = import_module("torch._C");
+      PyObject* m = c.get();
+      r->components[kGradMode] = Query(m, "is_grad_enabled");
+      r->components[kInferenceMode] = Query(m, "is_inference_mode_enabled");
+      r->components[kDefaultDtype] = Query(m, "get_default_dtype");
+      r->components[kAnyAutocast] = Query(m, "_is_any_autocast_enabled");
+      r->components[kDeterministic] = Query(m, "_get_deterministic_algorithms");
+      r->components[kDeterministicWarnOnly] = Query(m, "_get_deterministic_algorithms_warn_only");
+      r->components[kTorchFunctionEnabled] = Query(m, "_is_torch_function_enabled");
+      r->components[kTorchFunctionModes] = Query(m, "_len_torch_function_stack");
+      r->is_autocast_enabled = Query(m, "is_autocast_enabled");
+      r->get_autocast_dtype = Query(m, "get_autocast_dtype");
+      r->is_autocast_cache_enabled = Query(m, "is_autocast_cache_enabled");
+      r->mode_at = Query(m, "_get_function_stack_at");
+      for (size_t i = 0; i < kAutocastDevices.size(); ++i)
+        r->device_names[i] = check(PyUnicode_FromString(kAutocastDevices[i]));
+      return r;
+    }();
+    return *readers;
+  }
+};
+
+bool same_value(PyObject* a, PyObject* b) {
+  if (a == b) return true;  // bools, dtypes and small ints are singletons
+  return PyLong_CheckExact(a) && PyLong_CheckExact(b) && PyObject_RichCompareBool(a, b, Py_EQ) == 1;
+}
+
+std::string text_of(PyObject* value) {
+  py::Ref<> text = py::Ref<>::steal(PyObject_Repr(value));
+  if (!text) {
+    PyErr_Clear();
+    return "?";
+  }
+  return PyUnicode_AsUTF8(text.get());
+}
+
+}  // namespace
+
+// The detailed state, compared only when autocast or a mode is involved: each autocast
+// device's switch and dtype (and the cast cache), and each torch-function mode by identity.
+struct GlobalStateDetails {
+  struct Entry {
+    std::string name;
+    py::Ref<> value;
+    bool autocast;  // compared only when the snapshot compares autocast settings
+  };
+  std::vector<Entry> values;
+
+  static GlobalStateDetails read(const Readers& r, Py_ssize_t modes) {
+    GlobalStateDetails d;
+    for (size_t i = 0; i < kAutocastDevices.size(); ++i) {
+      std::string device = kAutocastDevices[i];
+      d.values.push_back({"torch.is_autocast_enabled('" + device + "')", r.is_autocast_enabled(r.device_names[i].get()), true});
+      d.values.push_back({"torch.get_autocast_dtype('" + device + "')", r.get_autocast_dtype(r.device_names[i].get()), true});
+    }
+    d.values.push_back({"torch.is_autocast_cache_enabled()", r.is_autocast_cache_enabled(), true});
+    for (Py_ssize_t i = 0; i < modes; ++i) {
+      py::Ref<> index = check(PyLong_FromSsize_t(i));
+      d.values.push_back({"torch function mode " + std::to_string(i), r.mode_at(index.get()), false});
+    }
+    return d;
+  }
+};
+
+namespace {
+
+class GlobalStateMatch final : public LeafGuard {
+ public:
+  explicit GlobalStateMatch(GlobalStateSnapshot snapshot) : snapshot_(std::move(snapshot)) {}
+
+  bool check(PyObject*) const override { return first_difference().empty(); }
+  std::string explain(PyObject*, const std::string&) const override {
+    std::string difference = first_difference();
+    return difference.empty() ? "global state" : "global state: " + difference;
+  }
+  std::string describe(const std::string&) const override {
+    std::string text = "GLOBAL_STATE:";
+    const char* separator = " ";
+    for (int i = 0; i < kComponentCount; ++i) {
+      text += separator + std::string(kComponentNames[i]) + " == " + text_of(snapshot_.components[i].get());
+      separator = ", ";
+    }
+    for (const auto& entry : details(snapshot_).values)
+      if (snapshot_.autocast_details || !entry.autocast) text += ", " + entry.name + " == " + text_of(entry.value.get());
+    return text;
+  }
+  std::string dedupe_key() const override { return "GLOBAL_STATE"; }
+  int cost_rank() const override { return kCostValue; }
+  void traverse(py::Visitor& visit) const override {
+    if (!py::sole_owner(snapshot_.details)) return;
+    for (const auto& entry : snapshot_.details->values) visit(entry.value);
+  }
+
+ private:
+  static const GlobalStateDetails& details(const GlobalStateSnapshot& snapshot) { return *snapshot.details; }
+
+  // "" when every component matches; otherwise the first that does not, in words.
+  std::string first_difference() const {
+    const Readers& r = Readers::get();
+    for (int i = 0; i < kComponentCount; ++i) {
+      py::Ref<> now = r.components[i]();
+      if (!same_value(now.get(), snapshot_.components[i].get()))
+        return std::string(kComponentNames[i]) + ": traced with " + text_of(snapshot_.components[i].get()) +
+               ", called with " + text_of(now.get());
+    }
+    if (!snapshot_.compare_details) return "";
+    GlobalStateDetails now = GlobalStateDetails::read(r, PyLong_AsSsize_t(snapshot_.components[kTorchFunctionModes].get()));
+    const auto& then = details(snapshot_).values;
+    for (size_t i = 0; i < then.size() && i < now.values.size(); ++i) {
+      if (then[i].autocast && !snapshot_.autocast_details) continue;
+      if (!same_value(now.values[i].value.get(), then[i].value.get()))
+        return then[i].name + ": traced with " + text_of(then[i].value.get()) + ", called with " +
+               text_of(now.values[i].value.get());
+    }
+    return "";
+  }
+
+  GlobalStateSnapshot snapshot_;
 };
 
 }  // namespace
 
-LeafPtr make_grad_mode_match(bool enabled) { return std::make_shared<GradModeMatch>(enabled); }
-
-bool grad_mode_enabled_now() {
-  py::Ref<> now = check(PyObject_CallNoArgs(is_grad_enabled_function()));
-  return now.get() == Py_True;
+GlobalStateSnapshot GlobalStateSnapshot::now() {
+  const Readers& r = Readers::get();
+  GlobalStateSnapshot snapshot;
+  for (int i = 0; i < kComponentCount; ++i) snapshot.components.push_back(r.components[i]());
+  Py_ssize_t modes = PyLong_AsSsize_t(snapshot.components[kTorchFunctionModes].get());
+  snapshot.details = std::make_shared<const GlobalStateDetails>(GlobalStateDetails::read(r, modes));
+  snapshot.compare_details = modes > 0;
+  if (snapshot.components[kAnyAutocast].get() == Py_True) snapshot.compare_autocast_settings();
+  return snapshot;
 }
+
+void GlobalStateSnapshot::compare_autocast_settings() {
+  autocast_details = true;
+  compare_details = true;
+}
+
+bool GlobalStateSnapshot::grad_enabled() const { return components[kGradMode].get() == Py_True; }
+
+LeafPtr make_global_state_match(GlobalStateSnapshot snapshot) {
+  return std::make_shared<GlobalStateMatch>(std::move(snapshot));
+}
+
+bool grad_mode_enabled_now() { return Readers::get().components[kGradMode]().get() == Py_True; }
 
 }  // namespace bytegraph::guards

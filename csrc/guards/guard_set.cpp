@@ -173,6 +173,9 @@ void GuardSet::add_dict_keys_match(const SourcePtr& source, PyObject* keys) {
 void GuardSet::add_dict_lacks_key(const SourcePtr& source, PyObject* key) {
   impl_->add(source, make_dict_lacks_key(key));
 }
+void GuardSet::add_lacks_attr(const SourcePtr& source, PyObject* name) {
+  impl_->add(source, make_lacks_attr(name));
+}
 void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));
 }
@@ -217,8 +220,8 @@ void GuardSet::add_distinct_objects(const std::vector<SourcePtr>& sources) {
   impl_->distinct_objects.push_back(sources);
 }
 
-void GuardSet::add_global_state_match(bool grad_enabled) {
-  if (impl_->global_state.empty()) impl_->global_state.push_back(make_grad_mode_match(grad_enabled));
+void GuardSet::add_global_state_match(GlobalStateSnapshot snapshot) {
+  if (impl_->global_state.empty()) impl_->global_state.push_back(make_global_state_match(std::move(snapshot)));
 }
 
 bool current_grad_mode() { return grad_mode_enabled_now(); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "guards/leaf_guard.h"
 #include "guards/source.h"
 #include "python/gc.h"
 #include "python/ref.h"
@@ -61,14 +62,15 @@ class GuardSet {
   void add_symbol_binding(const SourcePtr& source, const std::string& kind, int dim, int slot);
   void add_shape_guard(PyObject* guard, const std::string& text);
   void add_dict_lacks_key(const SourcePtr& source, PyObject* key);  // an exact dict
+  void add_lacks_attr(const SourcePtr& source, PyObject* name);      // any object
   // Relations between values read from different sources: `second` is the same object as
   // `first` (one object reached two ways during tracing), and the `sources` are pairwise
   // distinct objects (tensor inputs the graph treats as unaliased).
   void add_same_object(const SourcePtr& first, const SourcePtr& second);
   void add_distinct_objects(const std::vector<SourcePtr>& sources);
-  // Global state the graph depends on, checked on the tree's root: grad mode as it was when
-  // the frame started (see current_grad_mode()).
-  void add_global_state_match(bool grad_enabled);
+  // Global state the graph depends on, checked on the tree's root: torch's state as it was
+  // when the frame started (grad mode, default dtype, autocast, ...: leaf_guard.h).
+  void add_global_state_match(GlobalStateSnapshot snapshot);
   // Human-readable list, one guard a line (for logs, explain() and comptime.print_guards).
   std::vector<std::string> describe() const;
   std::unique_ptr<GuardTree> build() const;

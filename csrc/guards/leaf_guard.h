@@ -52,13 +52,27 @@ LeafPtr make_none_match(bool is_none);
 LeafPtr make_length_match(Py_ssize_t length);
 // `key` is not in the dict (a builtin the code reads is not shadowed by a global).
 LeafPtr make_dict_lacks_key(PyObject* key);
+// getattr(value, `name`) raises AttributeError.
+LeafPtr make_lacks_attr(PyObject* name);
 // `keys` is a tuple of the expected keys, in insertion order.
 LeafPtr make_dict_keys_match(PyObject* keys);
 // Python constants only (see equals_match.cpp); raises TypeError (as PythonError) otherwise.
 LeafPtr make_equals_match(PyObject* value);
 // `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
-// Root-level leaf (global_state.cpp): grad mode as it was when the frame was traced.
-LeafPtr make_grad_mode_match(bool enabled);
+// Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
+struct GlobalStateDetails;
+struct GlobalStateSnapshot {
+  std::vector<py::Ref<>> components;  // grad mode, default dtype, autocast, ...: see global_state.cpp
+  bool autocast_details = false;      // each device's autocast switch and dtype are compared too
+  bool compare_details = false;       // autocast details or torch-function modes
+  std::shared_ptr<const GlobalStateDetails> details;
+  static GlobalStateSnapshot now();
+  // Each device's autocast switch and dtype are compared even while autocast is off: the
+  // trace folded a query of them.
+  void compare_autocast_settings();
+  bool grad_enabled() const;
+};
+LeafPtr make_global_state_match(GlobalStateSnapshot snapshot);
 bool grad_mode_enabled_now();
 LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims);
 // Symbolic shapes: these sizes and strides are left to the shape guards (shape_guard.h).

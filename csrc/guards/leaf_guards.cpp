@@ -207,9 +207,40 @@ class DictLacksKey final : public LeafGuard {
   py::Ref<> key_;
 };
 
+// The object has no attribute `name` (hasattr() answered False): what its class, its
+// instance dict or a __getattr__ says at check time.
+class LacksAttr final : public LeafGuard {
+ public:
+  explicit LacksAttr(PyObject* name) : name_(py::Ref<>::newref(name)) {}
+  bool check(PyObject* value) const override {
+    PyObject* found = PyObject_GetAttr(value, name_.get());
+    if (found != nullptr) {
+      Py_DECREF(found);
+      return false;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw_python_error();
+    PyErr_Clear();
+    return true;
+  }
+  std::string explain(PyObject*, const std::string& source) const override {
+    return source + " has attribute " + short_repr(name_.get()) + ": expected it absent";
+  }
+  std::string describe(const std::string& source) const override {
+    return source + ": LACKS_ATTR " + short_repr(name_.get());
+  }
+  std::string dedupe_key() const override { return "LACKS_ATTR " + short_repr(name_.get()); }
+  int cost_rank() const override { return kCostDictKeys; }
+  bool may_run_python() const override { return true; }
+  void traverse(py::Visitor& visit) const override { visit(name_); }
+
+ private:
+  py::Ref<> name_;
+};
+
 }  // namespace
 
 LeafPtr make_dict_lacks_key(PyObject* key) { return std::make_shared<DictLacksKey>(key); }
+LeafPtr make_lacks_attr(PyObject* name) { return std::make_shared<LacksAttr>(name); }
 
 LeafPtr make_length_match(Py_ssize_t length) {
   if (length < 0) throw PythonError::make(PyExc_ValueError, "LENGTH_MATCH: negative length");

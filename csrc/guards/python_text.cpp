@@ -1,3 +1,6 @@
+#include <cstdio>
+
+#include "guards/tensor_meta.h"
 #include "guards/python_text.h"
 
 #include "python/ref.h"
@@ -23,6 +26,13 @@ std::string safe_repr(PyObject* obj) {
 }
 
 std::string short_repr(PyObject* obj) {
+  // A tensor's repr prints (and so reads) its data: slow for a parameter, and a crash for
+  // one whose storage was freed (FSDP's unsharded parameters between uses).
+  if (obj != nullptr && TensorMeta::get().is_tensor(obj)) {
+    char address[32];
+    std::snprintf(address, sizeof address, "%p", static_cast<void*>(obj));
+    return "<" + type_name(Py_TYPE(obj)) + " at " + address + ">";
+  }
   std::string text = safe_repr(obj);
   // One line per guard in listings: a module's repr spans many lines; keep its first.
   if (size_t newline = text.find('\n'); newline != std::string::npos) text = text.substr(0, newline) + " ...";

@@ -1,3 +1,5 @@
+#include <cstdio>
+
 #include "guards/source.h"
 
 #include "guards/python_text.h"
@@ -93,6 +95,15 @@ SourcePtr held_source(py::Ref<> object, std::string name) {
   const_cast<Source&>(*source).key = std::move(object);
   return source;
 }
+
+SourcePtr class_source(PyObject* cls) {
+  auto* type = reinterpret_cast<PyTypeObject*>(cls);
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", static_cast<void*>(cls));
+  return held_source(py::Ref<>::newref(cls), std::string("class ") + type->tp_name + "@" + address);
+}
+
+SourcePtr class_attr_source(PyObject* cls, std::string name) { return attr_source(class_source(cls), std::move(name)); }
 
 SourcePtr globals_dict_source() { return make_root(Source::Kind::Globals, "G", -1); }
 

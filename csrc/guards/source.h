@@ -56,6 +56,11 @@ SourcePtr type_source(SourcePtr base);
 // function from another module (pinned by that function's guards), read again on each check.
 SourcePtr held_source(py::Ref<> object, std::string name);
 SourcePtr globals_dict_source();
+// `cls.name` read from the class itself, held by the guards. What a class holds (its methods,
+// its __call__, a property) is guarded there once, however many instances reach it; the
+// instance's own guards pin which class it has.
+SourcePtr class_attr_source(PyObject* cls, std::string name);
+SourcePtr class_source(PyObject* cls);
 // base.__dict__[name]: an attribute stored on the instance itself.
 SourcePtr instance_dict_source(SourcePtr base, std::string name);
 SourcePtr instance_dict_of(SourcePtr base);

@@ -46,6 +46,7 @@ const Bridge& Bridge::get() {
     b->tensor_type = attr(torch.get(), "Tensor");
     py::Ref<> nn = attr(torch.get(), "nn");
     b->module_type = attr(nn.get(), "Module");
+    b->module_call = attr(b->module_type.get(), "__call__");
     b->no_grad = attr(torch.get(), "no_grad");
     b->is_grad_enabled = attr(torch.get(), "is_grad_enabled");
     py::Ref<> torch_c = attr(torch.get(), "_C");

@@ -22,6 +22,7 @@ struct Bridge {
   py::Ref<> describe_fake;
   py::Ref<> tensor_type;     // torch.Tensor
   py::Ref<> module_type;     // torch.nn.Module
+  py::Ref<> module_call;     // torch.nn.Module.__call__
   py::Ref<> getitem;         // operator.getitem
   py::Ref<> getattr;         // builtins.getattr
   py::Ref<> linecache_getline;

@@ -7,7 +7,7 @@ namespace bytegraph::trace {
 void GuardLog::add(Kind kind, const guards::SourcePtr& source, PyObject* object, Py_ssize_t length) {
   if (!source) return;  // values made during the trace need no guard
   std::string key = std::to_string(static_cast<int>(kind)) + source->repr();
-  if (kind == Kind::LacksKey) key += py_repr(object);  // several keys per dict
+  if (kind == Kind::LacksKey || kind == Kind::LacksAttr) key += py_repr(object);  // several keys per dict
   if (!keys_.insert(key).second) return;  // idempotent, as GuardSet's add_* are
   entries_.push_back(Entry{kind, source, py::Ref<>::newref(object), length, std::move(key)});
 }
@@ -50,6 +50,7 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::None: set.add_none_match(e.source, e.length != 0); break;
       case Kind::SameObject: set.add_same_object(e.other, e.source); break;
       case Kind::LacksKey: set.add_dict_lacks_key(e.source, e.object.get()); break;
+      case Kind::LacksAttr: set.add_lacks_attr(e.source, e.object.get()); break;
     }
   }
 }
@@ -68,6 +69,7 @@ std::vector<std::string> GuardLog::describe() const {
       case Kind::None: lines.push_back(name + (e.length ? " IS_NONE" : " IS_NOT_NONE")); break;
       case Kind::SameObject: lines.push_back(name + " OBJECT_ALIASING " + e.other->repr()); break;
       case Kind::LacksKey: lines.push_back(name + " DICT_LACKS_KEY " + py_repr(e.object.get())); break;
+      case Kind::LacksAttr: lines.push_back(name + " LACKS_ATTR " + py_repr(e.object.get())); break;
     }
   }
   return lines;

@@ -76,14 +76,23 @@ PyObject* compare_function(const Instruction& inst) {
 
 ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
 
+// == on a value of this kind is identity: its class compares as object does (a constant's
+// own == answers NotImplemented for objects of other kinds, which falls back to identity).
+bool compares_by_identity(const ValuePtr& value) {
+  if (value->is_constant()) return true;
+  PyObject* type = value->python_type();
+  return type != nullptr && reinterpret_cast<PyTypeObject*>(type)->tp_richcompare == PyBaseObject_Type.tp_richcompare;
+}
+
 void compare_op(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr right = frame.pop();
   ValuePtr left = frame.pop();
   PyObject* function = compare_function(inst);
-  // == and != between values of different known kinds (a module and None, ...) are decidable.
+  // == and != between values of different known kinds (a module and None, ...) are decidable,
+  // unless a class defines its own == (then it runs, or the trace breaks).
   bool equality = function == operator_function("eq") || function == operator_function("ne");
   if (equality && !left->is_tensor() && !right->is_tensor() && !(left->is_constant() && right->is_constant()) &&
-      (left->real_object() || right->real_object())) {
+      (left->real_object() || right->real_object()) && compares_by_identity(left) && compares_by_identity(right)) {
     bool same = same_object(tracer, left, right);
     frame.push(make_bool(function == operator_function("eq") ? same : !same));
     return;

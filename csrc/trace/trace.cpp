@@ -99,6 +99,8 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   // Grad-mode blocks switch the real mode while tracing; whatever happens, put it back.
   const Bridge& bridge = Bridge::get();
   py::Ref<> grad_enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
+  // The state the frame started in, before the trace's own grad-mode blocks switch it.
+  guards::GlobalStateSnapshot global_state = guards::GlobalStateSnapshot::now();
   struct RestoreGradMode {
     const Bridge& bridge;
     PyObject* enabled;
@@ -165,8 +167,9 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   for (const auto& input : tracer.inputs)
     if (input.value->is_tensor()) tensor_sources.push_back(input.value->source());
   trace_result.guard_set->add_distinct_objects(tensor_sources);
-  // The graph was traced under the grad mode the frame started with.
-  trace_result.guard_set->add_global_state_match(grad_enabled.get() == Py_True);
+  // The graph was traced under the global state the frame started with.
+  if (tracer.read_autocast_settings) global_state.compare_autocast_settings();
+  trace_result.guard_set->add_global_state_match(std::move(global_state));
   trace_result.guards = trace_result.guard_set->describe();
   if (tracer.shapes->active()) {
     trace_result.shape_session = py::Ref<>::newref(tracer.session());

@@ -106,6 +106,8 @@ class Tracer {
   // Whether the trace may break where one graph would be less faithful than two (a failing op
   // after a side effect): false under fullgraph, which keeps one graph as torch.compile does.
   bool may_split = false;
+  // A folded query read autocast settings (the global-state guard then compares them always).
+  bool read_autocast_settings = false;
 
   // Run when the trace ends: values that can reach themselves (a generator whose frame holds
   // it) drop what they hold, so the reference cycles are broken.
@@ -129,6 +131,10 @@ class Tracer {
   // The trace relied on which object `value` is: guard its identity (a no-op for values
   // made during the trace, and for those already pinned).
   void pin_identity(const ValuePtr& value);
+  // The real tensor behind a tensor read from outside the frame (an input or a module's), or null.
+  PyObject* real_tensor(const ValuePtr& value) const;
+  // Guards which callable `real` is, at `source` (see wrap.cpp).
+  void pin_callable(PyObject* real, const guards::SourcePtr& source);
   // The value already made for a mutable object from outside the trace (one value per object),
   // or null.
   ValuePtr known_object(PyObject* real, const guards::SourcePtr& source);

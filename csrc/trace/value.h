@@ -430,6 +430,7 @@ class ModuleValue : public Value {
   bool truthy(Tracer&) const override { return true; }
 
  private:
+  void guard_leaf_tensors(Tracer& tracer);
   py::Ref<> module_;
   bool leaf_;
 };

@@ -33,20 +33,49 @@ bool is_argument(const SourcePtr& source) {
   return source->kind == K::Item && is_argument(source->base);
 }
 
-bool is_direct(const SourcePtr& source) {
-  using K = guards::Source::Kind;
-  return source && (source->kind == K::Local || source->kind == K::Global ||
-                    source->kind == K::Closure || source->kind == K::Builtin);
-}
-
-// `type(obj).name`: a method found on the class of an object whose identity is guarded, which
-// pins the class and what it holds.
+// `type(obj).name` or `cls.name`: a function a class holds, which stays the same object
+// until the class is changed.
 bool is_class_attribute(const SourcePtr& source) {
   using K = guards::Source::Kind;
-  return source->kind == K::Attr && source->base && source->base->kind == K::Type;
+  if (source->kind != K::Attr || !source->base) return false;
+  const guards::Source& base = *source->base;
+  return base.kind == K::Type || (base.kind == K::Held && base.key && PyType_Check(base.key.get()));
+}
+
+// The object a builtin method is bound to when each read makes the method anew (`xs.append`,
+// `d.get`, a method-wrapper), so the method's own identity cannot be guarded. Functions of
+// modules (`math.sqrt`) and of types (`dict.fromkeys`) are bound to objects that stay.
+PyObject* per_read_self(PyObject* callable) {
+  PyObject* self = nullptr;
+  if (PyCFunction_Check(callable)) {
+    self = PyCFunction_GET_SELF(callable);
+  } else if (Py_IS_TYPE(callable, &_PyMethodWrapper_Type)) {
+    py::Ref<> bound = check(PyObject_GetAttrString(callable, "__self__"));
+    self = bound.get();  // the wrapper keeps it alive
+  }
+  if (self == nullptr || PyModule_Check(self) || PyType_Check(self)) return nullptr;
+  return self;
 }
 
 }  // namespace
+
+void Tracer::pin_callable(PyObject* real, const SourcePtr& source) {
+  if (!source) return;
+  using K = GuardLog::Kind;
+  PyObject* self = per_read_self(real);
+  if (self == nullptr) {
+    // Which callable is called is what the trace relies on, wherever it was read from: a
+    // dict, a list, a class or module attribute can hold another one on the next call.
+    guards.add(K::Id, source, real);
+    return;
+  }
+  // Read from its own object (`xs.append`): that object's type pins the method.
+  if (source->kind == guards::Source::Kind::Attr) return;
+  // Held somewhere else (a dict holding `xs.append`): the object and the method's name.
+  guards.add(K::Id, guards::attr_source(source, "__self__"), self);
+  py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
+  guards.add(K::Equals, guards::attr_source(source, "__name__"), name.get());
+}
 
 ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   if (!source) unsupported("untracked_tensor", "a tensor with no known source");
@@ -85,6 +114,11 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
   if (problem.get() != Py_None)
     unsupported("unfakeable_tensor", "reading " + source->repr() + " raises " + py_str(problem.get()));
+  // The graph holds this very tensor: a module whose attribute is given another tensor (a
+  // parameter replaced, load_state_dict(assign=True)) must not keep running with the old one,
+  // nor one whose tensor changed dtype or device in place (module.to(), .data = ...).
+  guards.add(GuardLog::Kind::Id, source, real);
+  guards.add_tensor(source, real, {}, {});
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
   py::Ref<> fake = py::Ref<>::steal(PyObject_CallOneArg(fake_input_.get(), real));
   if (!fake) fake_failed(source->repr());
@@ -121,6 +155,15 @@ void Tracer::will_mutate(const ValuePtr& value) {
   if (!made_here) unsupported("side_effect", "changing " + value->repr() + ", which the trace has no name for");
 }
 
+PyObject* Tracer::real_tensor(const ValuePtr& value) const {
+  if (!value->source()) return nullptr;
+  for (const auto& input : inputs)
+    if (input.value == value) return input.real.get();
+  for (const auto& known : module_tensors)
+    if (known.value == value) return known.real.get();
+  return nullptr;
+}
+
 void Tracer::pin_identity(const ValuePtr& value) {
   if (value->source() && value->real_object()) guards.add(GuardLog::Kind::Id, value->source(), value->real_object());
 }
@@ -143,7 +186,10 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
   // What the trace relies on is the code, and the defaults and closure contents it read
   // (guarded through their sources): not the function object, which code that makes a
   // closure per call (a lambda passed in, a resume function's argument) makes anew.
-  if (source && !is_class_attribute(source)) {
+  if (source && is_class_attribute(source)) {
+    // A method patched on the class (or a base) is another function object.
+    guards.add(GuardLog::Kind::Id, source, real);
+  } else if (source) {
     using K = GuardLog::Kind;
     guards.add(K::Id, guards::attr_source(source, "__code__"), function->func_code);
     guards.add(K::Id, guards::attr_source(source, "__globals__"), function->func_globals);
@@ -284,26 +330,26 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
         py::Ref<> target = check(PyObject_CallOneArg(bridge.autograd_apply_target.get(), real));
         return std::make_shared<TorchFunctionValue>(std::move(target), source);
       }
-      if (is_direct(source)) guards.add(K::Id, source, real);
+      pin_callable(real, source);
       return std::make_shared<TorchFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::Builtin:
     case ObjectKind::PureFunction:
-      if (is_direct(source)) guards.add(K::Id, source, real);
+      pin_callable(real, source);
       return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source, "explicit_graph_break", "graph_break() called");
     case ObjectKind::Disabled:
-      if (is_direct(source)) guards.add(K::Id, source, real);
+      pin_callable(real, source);
       return std::make_shared<GraphBreakValue>(source, "disabled_function",
                                                "calling " + py_repr(real) + ", which is wrapped by disable() and runs eagerly");
     case ObjectKind::Folded:
-      if (is_direct(source)) guards.add(K::Id, source, real);
+      pin_callable(real, source);
       return std::make_shared<FoldedCallValue>(py::Ref<>::newref(real),
                                                check(PyObject_CallOneArg(bridge.folded_result.get(), real)), source);
     case ObjectKind::Comptime:
       return std::make_shared<ComptimeFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::GradMode:
-      if (is_direct(source)) guards.add(K::Id, source, real);
+      pin_callable(real, source);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
     case ObjectKind::UserClass:
       guards.add(K::Id, source, real);

@@ -31,6 +31,7 @@ class Job:
     id: str
     source: str
     backends: tuple
+    mode: str = "default"  # or "mutate-state": which runner the worker runs it with
 
 
 class _Worker:
@@ -54,7 +55,8 @@ class _Worker:
 
     def send(self, job, dump_after=None):
         self.stderr.truncate(0)  # the last words kept are this job's
-        request = {"id": job.id, "source": job.source, "backends": list(job.backends), "dump_after": dump_after}
+        request = {"id": job.id, "source": job.source, "backends": list(job.backends), "dump_after": dump_after,
+                   "mode": job.mode}
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
 

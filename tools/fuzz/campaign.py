@@ -2,6 +2,9 @@
 
     summary = run_campaign(n=300, seed=0)
     print(summary.text())
+
+With mode="mutate-state" the programs are state_generator.py's, run by state_runner.py:
+state outside the function changed between calls, and `recompile` a verdict of its own.
 """
 
 import collections
@@ -9,11 +12,11 @@ import dataclasses
 import random
 import time
 
-from tools.fuzz import backends, known_bugs
+from tools.fuzz import backends, generator, known_bugs, state_generator
 from tools.fuzz.batch import Job, WorkerPool
-from tools.fuzz.generator import generate
 
-VERDICTS = ("ok", "wrong", "crash", "internal", "error")
+VERDICTS = ("ok", "wrong", "crash", "internal", "error", "recompile")
+GENERATORS = {"default": generator.generate, state_generator.MODE: state_generator.generate}
 
 
 @dataclasses.dataclass
@@ -36,6 +39,7 @@ class Summary:
     calls: int = 0
     eager_errors: int = 0
     seconds: float = 0.0
+    mode: str = "default"
 
     def unknown_failures(self):
         return [f for f in self.failures if f.known is None]
@@ -45,9 +49,11 @@ class Summary:
             known = self.known[verdict]
             return f"{self.counts[verdict]}" + (f" ({known} known)" if known else "")
 
+        # (a program whose results also differed counts as wrong, not as a recompile)
+        recompiles = f"recompile {count('recompile')}  " if self.mode != "default" or self.counts["recompile"] else ""
         lines = [
             f"programs {self.programs}  ok {self.counts['ok']}  wrong {count('wrong')}  crash {count('crash')}  "
-            f"internal errors {count('internal')}  seconds {self.seconds:.1f}",
+            f"internal errors {count('internal')}  {recompiles}seconds {self.seconds:.1f}",
             f"captured: {self.captured} programs with a graph ({100.0 * self.captured / max(self.programs, 1):.1f}%), "
             f"{self.graphs} graphs, {self.ops} ops; {self.eager_errors} of {self.calls} calls raised eagerly",
         ]
@@ -68,13 +74,14 @@ def choose_backends(seed, index, names, occasional_fraction):
 
 
 def run_campaign(n, seed, backend_names=backends.DEFAULT, occasional_fraction=0.2, jobs=1, timeout=120.0,
-                 start=0, on_failure=None):
-    summary = Summary()
+                 start=0, on_failure=None, mode="default"):
+    summary = Summary(mode=mode)
     programs = {}
     job_list = []
     for index in range(start, start + n):
-        program = generate(seed, index)
-        job = Job(program.name, program.source, choose_backends(seed, index, backend_names, occasional_fraction))
+        program = GENERATORS[mode](seed, index)
+        job = Job(program.name, program.source, choose_backends(seed, index, backend_names, occasional_fraction),
+                  mode)
         programs[job.id] = program
         job_list.append(job)
     began = time.perf_counter()

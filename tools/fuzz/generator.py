@@ -34,10 +34,12 @@ class Program:
     seed: int
     index: int
     requires_grad: bool = False
+    mode: str = "default"  # or "mutate-state" (state_generator.py): which runner runs it
 
     @property
     def name(self):
-        return f"seed{self.seed}_{self.index:05d}"
+        prefix = "" if self.mode == "default" else "state_"
+        return f"{prefix}seed{self.seed}_{self.index:05d}"
 
 
 class Gen:

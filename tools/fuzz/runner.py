@@ -32,7 +32,7 @@ from tools.fuzz.compare import difference, snapshot
 _BYTEGRAPH_DIR = os.path.join(os.path.dirname(os.path.abspath(bytegraph.__file__)), "")
 _TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
 _STDLIB_DIR = os.path.join(os.path.dirname(os.path.abspath(os.__file__)), "")
-_HIDDEN_GLOBALS = {"F", "VARIANTS"}
+_HIDDEN_GLOBALS = {"F", "VARIANTS", "RESTORE", "MUTATIONS"}  # the last two: --mutate-state programs
 
 
 @dataclasses.dataclass
@@ -125,6 +125,12 @@ def load(source, filename):
 def _call(fn, namespace, variant):
     torch.set_grad_enabled(True)  # whatever an earlier program left behind
     args, kwargs = namespace["make_inputs"](variant)
+    return call_and_record(fn, namespace, args, kwargs)
+
+
+def call_and_record(fn, namespace, args, kwargs, **more_state):
+    """Calls fn; its record: printed output, exception, and the snapshot of the result,
+    arguments, globals and grad mode afterwards (and `more_state`, where given)."""
     differentiable = any(t.requires_grad for t in _tensors_in((args, kwargs)))
     printed = io.StringIO()
     result, error = None, None
@@ -137,7 +143,7 @@ def _call(fn, namespace, variant):
         error = _backward(result)
     # Grad mode is process state too: a call must leave it as it found it, raising or not.
     state = snapshot({"result": result, "args": args, "kwargs": kwargs, "globals": _globals(namespace),
-                      "grad_enabled": torch.is_grad_enabled()})
+                      "grad_enabled": torch.is_grad_enabled(), **more_state})
     return Call(printed.getvalue(), None if error is None else type(error).__name__,
                 error is not None and is_internal(error), _describe(error), state)
 

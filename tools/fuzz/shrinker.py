@@ -2,8 +2,9 @@
 regression test.
 
 Delta debugging over the program's removable parts: statements (anywhere: the function
-under test, helpers, class bodies, the preamble), the input sets in VARIANTS and the items
-of the returned tuple/list/dict. Chunks of parts are removed while the program still fails
+under test, helpers, class bodies, the preamble), the input sets in VARIANTS (and the
+changes in a --mutate-state program's MUTATIONS) and the items of the returned
+tuple/list/dict. Chunks of parts are removed while the program still fails
 with the same signature (verdict, backend, kind of difference); then each compound
 statement is replaced by its body where that keeps the failure; then again chunks.
 """
@@ -25,8 +26,8 @@ _NEEDS_BODY = (ast.FunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.Wi
 
 def signature(outcome):
     """The kind of failure: equal signatures are taken to be the same bug."""
-    detail = outcome.detail or ""
-    if outcome.verdict in ("crash", "error", "ok"):
+    call, detail = _call_label(outcome.detail or "")
+    if outcome.verdict in ("crash", "error", "ok", "recompile"):
         category = ""
     elif detail.startswith("eager raised"):
         found = re.match(r"eager raised (\S+), compiled raised (\w+)", detail)
@@ -40,7 +41,14 @@ def signature(outcome):
     else:
         kinds = re.findall(r"\('(\w+)'", detail.splitlines()[0])
         category = " -> ".join(kinds[:1] + kinds[-1:]) if len(kinds) >= 2 else "state"
-    return f"{outcome.verdict} [{outcome.backend}] {category}".strip()
+    return f"{outcome.verdict} [{outcome.backend}] {call}{category}".strip()
+
+
+def _call_label(detail):
+    """("after mutate_x, call again: ", the rest) for a --mutate-state detail, else ("", detail):
+    the call is part of the failure's kind (which change the compiled function missed)."""
+    found = re.match(r"(first call|call again|after \w+(?:, call again)?): ", detail)
+    return (found.group(0), detail[found.end():]) if found else ("", detail)
 
 
 # ---- the removable parts of a program --------------------------------------------------------
@@ -54,7 +62,8 @@ def _parts(tree):
             statements = getattr(node, field, None)
             if isinstance(statements, list):  # (a lambda's body is an expression)
                 parts += [(statements, s) for s in statements if isinstance(s, ast.stmt)]
-        if isinstance(node, ast.Assign) and _assigns(node, "VARIANTS") and isinstance(node.value, ast.List):
+        if isinstance(node, ast.Assign) and (_assigns(node, "VARIANTS") or _assigns(node, "MUTATIONS")) \
+                and isinstance(node.value, ast.List):
             parts += [(node.value.elts, item) for item in node.value.elts]
         if isinstance(node, ast.FunctionDef) and node.name == "fn":
             for returned in (n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None):
@@ -138,7 +147,8 @@ def shrink(source, still_fails, max_tests=400):
         if smaller == source:
             break
         source = smaller
-    return source
+    # What the removals left unused (a --mutate-state program's changes no longer made).
+    return _drop_unused_definitions(source, still_fails, _Budget(1))
 
 
 def _remove_chunks(source, still_fails, budget, tests):
@@ -166,7 +176,7 @@ def _remove_chunks(source, still_fails, budget, tests):
     return source
 
 
-_REQUIRED = {"fn", "make_inputs", "VARIANTS"}
+_REQUIRED = {"fn", "make_inputs", "VARIANTS", "MUTATIONS", "RESTORE"}  # the last two: --mutate-state
 
 
 def unused_definitions_removed(source):
@@ -236,7 +246,7 @@ def shrink_failure(failure, pool, max_tests=400):
     counter = iter(range(1 << 30))
 
     def still_fails(candidate):
-        job = Job(f"{failure.job.id}_shrink{next(counter)}", candidate, backend)
+        job = Job(f"{failure.job.id}_shrink{next(counter)}", candidate, backend, failure.job.mode)
         return signature(pool.run_one(job)) == wanted
 
     return shrink(failure.job.source, still_fails, max_tests), backend
@@ -248,11 +258,14 @@ def regression_text(failure, source, backend):
     quoted = "\n".join("    " + line for line in detail[:8]).replace('"""', "'''")
     header = (
         f'"""Fuzz regression {program.name}: {signature(failure.outcome)}.\n\n'
-        f"Found by `python -m tools.fuzz --seed {program.seed} --start {program.index} --n 1`, shrunk.\n"
-        f"Input set {failure.outcome.variant}:\n{quoted}\n"
+        f"Found by `python -m tools.fuzz{' --mutate-state' if program.mode != 'default' else ''} "
+        f"--seed {program.seed} --start {program.index} --n 1`, shrunk.\n"
+        f"{'Input set' if program.mode == 'default' else 'Call'} {failure.outcome.variant}:\n{quoted}\n"
         '"""\n\n'
         f"FUZZ_BACKENDS = {tuple(backend)!r}\n"
-        f"FUZZ_VERDICT = {failure.outcome.verdict!r}\n\n"
+        f"FUZZ_VERDICT = {failure.outcome.verdict!r}\n"
+        + (f"FUZZ_MODE = {failure.job.mode!r}\n" if failure.job.mode != "default" else "")
+        + "\n"
     )
     body = source
     if body.startswith(('"""', "'")):  # the generated module docstring, if the shrinker kept it

@@ -1,6 +1,6 @@
 """The process that runs programs for the batch driver: `python -m tools.fuzz.worker`.
 
-Reads one JSON request per line on stdin ({"id", "source", "backends", "dump_after"}) and
+Reads one JSON request per line on stdin ({"id", "source", "backends", "dump_after", "mode"}) and
 answers each on the original stdout with {"id", "event": "done", "outcome", "seconds"}.
 Anything the programs or libraries write to stdout goes to stderr, so it cannot garble an
 answer. A program still running after `dump_after` seconds has every thread's stack written
@@ -30,6 +30,9 @@ def main():
     logging.getLogger("bytegraph").setLevel(logging.CRITICAL)
     logging.getLogger("torch").setLevel(logging.CRITICAL)  # fake tensors log the errors programs raise on purpose
     from tools.fuzz.runner import Outcome, run_program
+    from tools.fuzz.state_runner import run_state_program
+
+    runners = {"default": run_program, "mutate-state": run_state_program}
 
     answers.write(json.dumps({"event": "ready"}) + "\n")  # imports done: job time starts now
     for line in sys.stdin:
@@ -38,7 +41,8 @@ def main():
         if request.get("dump_after"):
             faulthandler.dump_traceback_later(request["dump_after"], file=sys.stderr)
         try:
-            outcome = run_program(request["source"], tuple(request["backends"]), filename=f"<{request['id']}>")
+            run = runners[request.get("mode") or "default"]
+            outcome = run(request["source"], tuple(request["backends"]), filename=f"<{request['id']}>")
         except Exception as error:  # a program the runner itself cannot run (a shrink candidate)
             outcome = Outcome("error", f"{type(error).__name__}: {error}")
         finally:

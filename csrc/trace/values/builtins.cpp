@@ -2,8 +2,9 @@
 // on constant arguments; a few (len, isinstance, enumerate, zip, ...) understand symbolic
 // containers and tensors.
 #include <cstring>
-#include "python/type_dict.h"
 #include <unordered_map>
+
+#include "python/type_dict.h"
 
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
@@ -132,12 +133,23 @@ ValuePtr attribute_or_null(Tracer& tracer, const ValuePtr& owner, const std::str
   }
   if (PyObject* real = owner->real_object()) {
     tracer.pin_identity(owner);
-    if (!PyObject_HasAttrString(real, name.c_str())) return nullptr;
+    if (!PyObject_HasAttrString(real, name.c_str())) {
+      // Absent now: classes, functions and namespaces can be given it before the next call.
+      if (owner->source()) tracer.guards.add(GuardLog::Kind::LacksAttr, owner->source(), check(PyUnicode_FromString(name.c_str())).get());
+      return nullptr;
+    }
   }
   if (PyObject* type = attributes_from_type(owner); type && !PyObject_HasAttrString(type, name.c_str())) return nullptr;
   if (owner->is_constant() && !PyObject_HasAttrString(owner->constant(), name.c_str())) return nullptr;
-  if (auto* tensor = dynamic_cast<TensorValue*>(owner.get()); tensor && !PyObject_HasAttrString(tensor->fake(), name.c_str()))
+  if (auto* tensor = dynamic_cast<TensorValue*>(owner.get()); tensor && !PyObject_HasAttrString(tensor->fake(), name.c_str())) {
+    // The fake has only what every tensor has; the tensor passed in may carry attributes of
+    // its own, now or on a later call.
+    if (PyObject* real = tracer.real_tensor(owner)) {
+      if (PyObject_HasAttrString(real, name.c_str())) unsupported("unsupported_attribute", "attribute '" + name + "' set on a tensor");
+      tracer.guards.add(GuardLog::Kind::LacksAttr, owner->source(), check(PyUnicode_FromString(name.c_str())).get());
+    }
     return nullptr;
+  }
   return owner->get_attr(tracer, name);
 }
 
@@ -158,8 +170,8 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   if (args[0]->real_object() || dynamic_cast<ObjectValue*>(args[0].get()))
     return make_bool(attribute_or_null(tracer, args[0], PyUnicode_AsUTF8(args[1]->constant())) != nullptr);
   if (args[0]->is_constant()) return make_bool(PyObject_HasAttr(args[0]->constant(), args[1]->constant()));
-  if (auto* tensor = dynamic_cast<TensorValue*>(args[0].get()))
-    return make_bool(PyObject_HasAttr(tensor->fake(), args[1]->constant()));
+  if (dynamic_cast<TensorValue*>(args[0].get()))
+    return make_bool(attribute_or_null(tracer, args[0], PyUnicode_AsUTF8(args[1]->constant())) != nullptr);
   if (PyObject* type = attributes_from_type(args[0])) return make_bool(PyObject_HasAttr(type, args[1]->constant()));
   try {
     args[0]->get_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
@@ -291,11 +303,13 @@ ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
     PyObject* owner = PyTuple_GET_ITEM(mro, i);
     PyObject* found = py::own_type_attribute(reinterpret_cast<PyTypeObject*>(owner), name.c_str());  // borrowed
     if (found == nullptr) continue;
+    // Guarded where the base class holds it: a method patched there is another function.
     if (PyFunction_Check(found))
-      return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, nullptr), self_);
+      return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, guards::class_attr_source(owner, name)), self_);
     if (PyObject_TypeCheck(found, &PyProperty_Type)) {
       py::Ref<> getter = check(PyObject_GetAttrString(found, "fget"));
-      if (PyFunction_Check(getter.get())) return tracer.wrap_user_function(getter.get(), nullptr)->call(tracer, {self_}, {});
+      guards::SourcePtr getter_source = guards::attr_source(guards::class_attr_source(owner, name), "fget");
+      if (PyFunction_Check(getter.get())) return tracer.wrap_user_function(getter.get(), getter_source)->call(tracer, {self_}, {});
     }
     if (Py_TYPE(found) == &PyStaticMethod_Type || Py_TYPE(found) == &PyClassMethod_Type) {
       py::Ref<> bound = check(PyObject_GetAttrString(owner, name.c_str()));
@@ -376,8 +390,13 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("super")) return call_super(tracer, args);
   if (function == builtin("type") && args.size() == 1 && args[0]->python_type())
     return tracer.wrap(args[0]->python_type(), nullptr);
-  if (all_constant(args, kwargs) && (pure_ || foldable_builtin(function) || is_pure_module_function(function)))
+  if (all_constant(args, kwargs) && (pure_ || foldable_builtin(function) || is_pure_module_function(function))) {
+    // torch's autocast queries answer from settings the global-state guard compares only
+    // while autocast is on; a trace that read them needs them compared always.
+    if (pure_ && PyCFunction_Check(function) && std::strstr(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "autocast"))
+      tracer.read_autocast_settings = true;
     return fold(function, args, kwargs);
+  }
   if ((function == builtin("min") || function == builtin("max") || function == builtin("sum")) && kwargs.empty())
     return reduce_items(tracer, function == builtin("min") ? "min" : function == builtin("max") ? "max" : "sum", args);
   if (ValuePtr built = call_constructor(tracer, function, args, kwargs)) return built;

@@ -151,7 +151,7 @@ ValuePtr OpaqueValue::get_attr(Tracer& tracer, const std::string& name) {
     unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "') may run Python code");
   }
   if (PyFunction_Check(found) && !from_instance && !PyType_Check(object_.get())) {
-    guards::SourcePtr method = source() ? guards::attr_source(guards::type_source(source()), name) : nullptr;
+    guards::SourcePtr method = guards::class_attr_source((PyObject*)Py_TYPE(object_.get()), name);
     return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, method), shared_from_this());
   }
   return tracer.wrap(found, source() ? guards::attr_source(source(), name) : nullptr);

@@ -48,30 +48,39 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   // reads is guarded where it comes from.
   py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
   PyObject* on_class = _PyType_Lookup(Py_TYPE(module_.get()), key.get());  // borrowed
+  PyObject* type = (PyObject*)Py_TYPE(module_.get());
   if (on_class && PyObject_TypeCheck(on_class, &PyProperty_Type)) {
     py::Ref<> getter = check(PyObject_GetAttrString(on_class, "fget"));
     if (!PyFunction_Check(getter.get())) unsupported("unsupported_attribute", repr() + "." + name + " is a property without a Python getter");
-    return tracer.wrap_user_function(getter.get(), nullptr)->call(tracer, {shared_from_this()}, {});
+    guards::SourcePtr getter_source = guards::attr_source(guards::class_attr_source(type, name), "fget");
+    return tracer.wrap_user_function(getter.get(), getter_source)->call(tracer, {shared_from_this()}, {});
   }
   PyObject* attribute = PyObject_GetAttrString(module_.get(), name.c_str());
   if (attribute == nullptr) {
     bool missing = PyErr_ExceptionMatches(PyExc_AttributeError);
     PythonError error = PythonError::fetch();
     if (missing && source()) {
-      // Absent now; valid while no attribute of that name is set on the module.
+      // Absent now; valid while no attribute of that name is set on the module or its class.
       tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
+      tracer.guards.add(GuardLog::Kind::LacksAttr, guards::class_source((PyObject*)Py_TYPE(module_.get())), key.get());
       unsupported("attribute_error", error.what());
     }
     unsupported("unsupported_attribute", error.what());
   }
   py::Ref<> real = py::Ref<>::steal(attribute);
   guards::SourcePtr attr_source = source() ? guards::attr_source(source(), name) : nullptr;
+  py::Ref<> own_dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
+  if (PyObject* own = PyDict_GetItemString(own_dict.get(), name.c_str()); own && !on_class && source()) {
+    // Set on the instance (a method or function assigned there): read from its dict.
+    return tracer.wrap(own, guards::instance_dict_source(source(), name));
+  }
   if (PyMethod_Check(real.get()) && PyMethod_GET_SELF(real.get()) == module_.get()) {
-    // A method: inline the class's function with this module as self. The module's
-    // identity guard pins its class, so the function needs no guard of its own.
+    // A method: inline the class's function with this module as self, guarded where the
+    // class holds it; valid while the instance does not shadow it.
     PyObject* function = PyMethod_GET_FUNCTION(real.get());
     if (!PyFunction_Check(function)) unsupported("unsupported_attribute", repr() + "." + name + " is not a Python method");
-    guards::SourcePtr method = source() ? guards::attr_source(guards::type_source(source()), name) : nullptr;
+    if (source()) tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
+    guards::SourcePtr method = guards::class_attr_source(type, name);
     return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(function, method), shared_from_this());
   }
   if (PyObject_TypeCheck(real.get(), (PyTypeObject*)tracer.bridge.tensor_type.get())) {
@@ -82,11 +91,13 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
     py::Ref<> dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
     if (!PyDict_GetItemString(dict.get(), name.c_str())) {
       if (name == "__class__") return tracer.wrap(real.get(), source() ? guards::type_source(source()) : nullptr);
-      // A class attribute: the module's identity pins its class, not what the class holds.
-      // A descriptor's result (a property) is not what the class holds: it is read again.
-      py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
-      if (_PyType_Lookup(Py_TYPE(module_.get()), key.get()) == real.get())
-        return tracer.wrap(real.get(), source() ? guards::attr_source(guards::type_source(source()), name) : nullptr);
+      // A class attribute, guarded where the class holds it, valid while the instance does
+      // not shadow it. A descriptor's result (a property) is not what the class holds: it is
+      // read again.
+      if (_PyType_Lookup(Py_TYPE(module_.get()), key.get()) == real.get()) {
+        if (source()) tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
+        return tracer.wrap(real.get(), guards::class_attr_source(type, name));
+      }
     }
   }
   return tracer.wrap(real.get(), attr_source);
@@ -119,21 +130,76 @@ void ModuleValue::set_attr(Tracer& tracer, const std::string& name, const ValueP
 
 ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   if (has_hooks(module_.get())) unsupported("module_hooks", repr() + " has forward or backward hooks");
-  if (leaf_) {
-    std::string name = source() ? graph::identifier_from(source()->repr()) : "module";
-    return tracer.record_module_call(module_.get(), name, args, kwargs);
-  }
-  py::Ref<> forward = check(PyObject_GetAttrString((PyObject*)Py_TYPE(module_.get()), "forward"));
-  if (!PyFunction_Check(forward.get())) unsupported("unsupported_call", repr() + ".forward is not a Python function");
-  guards::SourcePtr method = source() ? guards::attr_source(guards::type_source(source()), "forward") : nullptr;
-  auto function = tracer.wrap_user_function(forward.get(), method);
+  PyObject* type = (PyObject*)Py_TYPE(module_.get());
+  const Bridge& bridge = Bridge::get();
   Args all{shared_from_this()};
   all.insert(all.end(), args.begin(), args.end());
+  // A class that overrides __call__ runs its own (torch.nn's runs forward and the hooks).
+  py::Ref<> call_name = check(PyUnicode_FromString("__call__"));
+  PyObject* call_on_class = _PyType_Lookup(Py_TYPE(module_.get()), call_name.get());
+  guards::SourcePtr call_source = guards::class_attr_source(type, "__call__");
+  if (call_on_class != bridge.module_call.get()) {
+    if (!call_on_class || !PyFunction_Check(call_on_class)) unsupported("unsupported_call", repr() + ".__call__ is not a Python function");
+    return tracer.wrap_user_function(call_on_class, call_source)->call(tracer, all, kwargs);
+  }
+  tracer.guards.add(GuardLog::Kind::Id, call_source, call_on_class);
+  if (source()) {
+    // Valid while no hook is registered on the module.
+    for (const char* hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"})
+      if (PyObject_HasAttrString(module_.get(), hooks)) tracer.guards.add(GuardLog::Kind::Length, guards::attr_source(source(), hooks), nullptr, 0);
+  }
+  // A forward assigned on the instance is what torch.nn's __call__ runs.
+  py::Ref<> dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
+  if (PyObject* own = PyDict_GetItemString(dict.get(), "forward")) {
+    if (!source()) unsupported("unsupported_call", repr() + " has a forward of its own and no source");
+    return tracer.wrap(own, guards::instance_dict_source(source(), "forward"))->call(tracer, args, kwargs);
+  }
+  if (source()) {
+    py::Ref<> key = check(PyUnicode_FromString("forward"));
+    tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
+  }
+  if (leaf_) {
+    std::string name = source() ? graph::identifier_from(source()->repr()) : "module";
+    guard_leaf_tensors(tracer);
+    return tracer.record_module_call(module_.get(), name, args, kwargs);
+  }
+  py::Ref<> forward = check(PyObject_GetAttrString(type, "forward"));
+  if (!PyFunction_Check(forward.get())) unsupported("unsupported_call", repr() + ".forward is not a Python function");
+  auto function = tracer.wrap_user_function(forward.get(), guards::class_attr_source(type, "forward"));
   return function->call(tracer, all, kwargs);
+}
+
+// A leaf module's graph node reads its parameters and buffers when it runs, but a backend
+// that compiles ahead (AOTAutograd) takes them as they were: each is guarded like a tensor a
+// traced forward reads.
+void ModuleValue::guard_leaf_tensors(Tracer& tracer) {
+  if (!source()) return;
+  for (const char* listing : {"named_parameters", "named_buffers"}) {
+    py::Ref<> named = check(PyObject_CallMethod(module_.get(), listing, nullptr));
+    py::Ref<> items = check(PySequence_List(named.get()));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.get()); ++i) {
+      PyObject* pair = PyList_GET_ITEM(items.get(), i);
+      std::string path = PyUnicode_AsUTF8(PyTuple_GET_ITEM(pair, 0));
+      PyObject* tensor = PyTuple_GET_ITEM(pair, 1);
+      guards::SourcePtr at = source();
+      size_t start = 0;
+      for (size_t dot = path.find('.'); ; dot = path.find('.', start)) {
+        at = guards::attr_source(at, path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+      }
+      tracer.guards.add(GuardLog::Kind::Id, at, tensor);
+      tracer.guards.add_tensor(at, tensor, {}, {});
+    }
+  }
 }
 
 std::optional<Args> ModuleValue::unpack(Tracer& tracer) {
   py::Ref<> modules = check(PyObject_GetAttrString(module_.get(), "_modules"));
+  // The children in order: a module appended, inserted or removed changes what is iterated.
+  if (source() && PyDict_CheckExact(modules.get()))
+    tracer.guards.add(GuardLog::Kind::DictKeys, guards::attr_source(source(), "_modules"),
+                      check(PySequence_Tuple(check(PyDict_Keys(modules.get())).get())).get());
   const char* type_name = Py_TYPE(module_.get())->tp_name;
   std::string type(type_name);
   if (type.find("ModuleDict") != std::string::npos) {

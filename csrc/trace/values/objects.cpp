@@ -36,8 +36,11 @@ PyObject* python_override(PyObject* type, const char* name) {
   return nullptr;
 }
 
-ValuePtr inline_function(Tracer& tracer, PyObject* function, const Args& args) {
-  return tracer.wrap_user_function(function, nullptr)->call(tracer, args, {});
+// A special method found on `type` (its own or a base's), inlined; guarded where the class
+// holds it, so patching it on the class recompiles.
+ValuePtr inline_function(Tracer& tracer, PyObject* type, const char* name, PyObject* function, const Args& args,
+                         const KwArgs& kwargs = {}) {
+  return tracer.wrap_user_function(function, guards::class_attr_source(type, name))->call(tracer, args, kwargs);
 }
 
 py::Ref<> unicode(const std::string& text) { return check(PyUnicode_FromString(text.c_str())); }
@@ -51,9 +54,7 @@ std::string ObjectValue::repr() const {
 }
 
 SourcePtr ObjectValue::class_attribute_source(const std::string& name) const {
-  if (source()) return guards::attr_source(guards::type_source(source()), name);
-  if (class_source) return guards::attr_source(class_source, name);
-  return nullptr;
+  return guards::class_attr_source(type_.get(), name);
 }
 
 // A non-data descriptor or plain value found on the class: methods bind to this object.
@@ -77,7 +78,7 @@ ValuePtr ObjectValue::get_attr(Tracer& tracer, const std::string& name) {
   if (name == "__class__") return tracer.wrap(type_.get(), class_source);
   if (PyObject* override = python_override(type_.get(), "__getattribute__")) {
     ValuePtr key = ConstantValue::make(unicode(name));
-    return inline_function(tracer, override, {shared_from_this(), key});
+    return inline_function(tracer, type_.get(), "__getattribute__", override, {shared_from_this(), key});
   }
   return generic_get_attr(tracer, name);
 }
@@ -88,7 +89,9 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
     if (PyObject_TypeCheck(descriptor, &PyProperty_Type)) {
       py::Ref<> getter = check(PyObject_GetAttrString(descriptor, "fget"));
       if (!PyFunction_Check(getter.get())) unsupported("unsupported_attribute", repr() + "." + name + " has no Python getter");
-      return inline_function(tracer, getter.get(), {shared_from_this()});
+      // Guarded as the property's getter, so what it reads from its closure is guarded too.
+      guards::SourcePtr getter_source = guards::attr_source(class_attribute_source(name), "fget");
+      return tracer.wrap_user_function(getter.get(), getter_source)->call(tracer, {shared_from_this()}, {});
     }
     if (is_new() && name == "__dict__")
       return std::make_shared<InstanceDictValue>(std::static_pointer_cast<ObjectValue>(shared_from_this()));
@@ -122,15 +125,17 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
   }
   if (descriptor != nullptr) return class_attribute(tracer, descriptor, name);
 missing:
+  // Absent from the class (and its bases) too: valid while none of them is given it.
+  if (!is_new() || source()) tracer.guards.add(GuardLog::Kind::LacksAttr, guards::class_source(type_.get()), unicode(name).get());
   if (PyObject* getattr_hook = python_override(type_.get(), "__getattr__"))
-    return inline_function(tracer, getattr_hook, {shared_from_this(), ConstantValue::make(unicode(name))});
+    return inline_function(tracer, type_.get(), "__getattr__", getattr_hook, {shared_from_this(), ConstantValue::make(unicode(name))});
   unsupported("attribute_error", "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
                                      "' object has no attribute '" + name + "'");
 }
 
 void ObjectValue::set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
   if (PyObject* override = python_override(type_.get(), "__setattr__")) {
-    inline_function(tracer, override, {shared_from_this(), ConstantValue::make(unicode(name)), value});
+    inline_function(tracer, type_.get(), "__setattr__", override, {shared_from_this(), ConstantValue::make(unicode(name)), value});
     return;
   }
   generic_set_attr(tracer, name, value);
@@ -142,7 +147,7 @@ void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, cons
     if (PyObject_TypeCheck(descriptor, &PyProperty_Type)) {
       py::Ref<> setter = check(PyObject_GetAttrString(descriptor, "fset"));
       if (!PyFunction_Check(setter.get())) unsupported("side_effect", repr() + "." + name + " has no Python setter");
-      inline_function(tracer, setter.get(), {shared_from_this(), value});
+      tracer.wrap_user_function(setter.get(), guards::attr_source(class_attribute_source(name), "fset"))->call(tracer, {shared_from_this(), value}, {});
       return;
     }
     if (is_new()) unsupported("side_effect", "setting slot '" + name + "' of " + repr());
@@ -161,7 +166,7 @@ void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, cons
 
 void ObjectValue::del_attr(Tracer& tracer, const std::string& name) {
   if (PyObject* override = python_override(type_.get(), "__delattr__")) {
-    inline_function(tracer, override, {shared_from_this(), ConstantValue::make(unicode(name))});
+    inline_function(tracer, type_.get(), "__delattr__", override, {shared_from_this(), ConstantValue::make(unicode(name))});
     return;
   }
   generic_del_attr(tracer, name);
@@ -216,7 +221,7 @@ ValuePtr ObjectValue::inline_special(Tracer& tracer, const char* name, const Arg
   if (function == nullptr) return nullptr;
   Args all{shared_from_this()};
   all.insert(all.end(), args.begin(), args.end());
-  return inline_function(tracer, function, all);
+  return inline_function(tracer, type_.get(), name, function, all);
 }
 
 ValuePtr ObjectValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
@@ -224,7 +229,7 @@ ValuePtr ObjectValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
   if (function == nullptr) unsupported("unsupported_call", "calling " + repr());
   Args all{shared_from_this()};
   all.insert(all.end(), args.begin(), args.end());
-  return tracer.wrap_user_function(function, nullptr)->call(tracer, all, kwargs);
+  return inline_function(tracer, type_.get(), "__call__", function, all, kwargs);
 }
 
 bool ObjectValue::truthy(Tracer& tracer) const {
@@ -386,7 +391,7 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
   if (init != nullptr && PyFunction_Check(init)) {
     Args all{object};
     all.insert(all.end(), args.begin(), args.end());
-    tracer.wrap_user_function(init, nullptr)->call(tracer, all, kwargs);
+    tracer.wrap_user_function(init, guards::class_attr_source(type, "__init__"))->call(tracer, all, kwargs);
   } else if (is_dict) {
     ValuePtr items = tracer.wrap(reinterpret_cast<PyObject*>(&PyDict_Type), nullptr)->call(tracer, args, kwargs);
     auto* dict = dynamic_cast<DictValue*>(items.get());

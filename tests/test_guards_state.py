@@ -1,0 +1,444 @@
+"""State that changes between calls: every value a trace reads from outside the frame is
+guarded where it came from, so a later call after the change never gets a stale answer.
+
+Each case builds its state twice (one copy run eagerly, one compiled), calls, calls again
+unchanged (no recompile), changes the state the same way in both, and calls again: the
+compiled result must equal eager's, and the change must have recompiled.
+"""
+
+import dataclasses
+import functools
+import operator
+import types
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+X = torch.randn(2, 3)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
+def check_state_change(build, *, recompiles=True):
+    """`build()` returns (fn, call, change): call(fn) runs it, change() changes the state."""
+    fn, call, change = build()
+    expected_before = call(fn)
+    change()
+    expected_after = call(fn)
+
+    fn, call, change = build()
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter)
+    assert same(call(compiled), expected_before)
+    graphs = counter.frame_count
+    assert graphs >= 1, "nothing was captured"
+    assert same(call(compiled), expected_before)
+    assert counter.frame_count == graphs, "an identical call recompiled"
+    change()
+    assert same(call(compiled), expected_after)
+    if recompiles:
+        assert counter.frame_count > graphs, "the change did not recompile"
+    return counter
+
+
+def plain(fn, change):
+    return fn, (lambda f: f(X)), change
+
+
+# --- 1. torch's global state ---------------------------------------------------------------
+
+def entered(context_factory):
+    """(call, change): after change(), every call runs inside a fresh context_factory()."""
+    state = {"on": False}
+
+    def call(f):
+        if state["on"]:
+            with context_factory():
+                return f(X)
+        return f(X)
+
+    return call, (lambda: state.update(on=True))
+
+
+def with_setting(set_on, set_off):
+    state = {"on": False}
+
+    def call(f):
+        if not state["on"]:
+            return f(X)
+        set_on()
+        try:
+            return f(X)
+        finally:
+            set_off()
+
+    return call, (lambda: state.update(on=True))
+
+
+def test_autocast_entered_after_compiling_recompiles():
+    def build():
+        def f(x):
+            return x * 2 if torch.is_autocast_enabled("cpu") else x * 3
+        return (f, *entered(lambda: torch.autocast("cpu")))
+    check_state_change(build)
+
+
+def test_ops_under_autocast_compute_in_its_dtype():
+    def build():
+        def f(x):
+            return x @ x.t()
+        return (f, *entered(lambda: torch.autocast("cpu")))
+    check_state_change(build)
+
+
+def test_autocast_dtype_read_by_the_trace_is_guarded():
+    def build():
+        def f(x):
+            return x * 2 if torch.get_autocast_dtype("cpu") == torch.bfloat16 else x * 3
+        return (f, *with_setting(lambda: torch.set_autocast_dtype("cpu", torch.float16),
+                                 lambda: torch.set_autocast_dtype("cpu", torch.bfloat16)))
+    check_state_change(build)
+
+
+def test_default_dtype_changed():
+    saved = torch.get_default_dtype()
+
+    def build():
+        def f(x):
+            return x.sum() if torch.get_default_dtype() == torch.float32 else x * 0
+        return (f, *with_setting(lambda: torch.set_default_dtype(torch.float64), lambda: torch.set_default_dtype(saved)))
+    check_state_change(build)
+
+
+def test_deterministic_algorithms_toggled():
+    def build():
+        def f(x):
+            return x + 1 if torch.are_deterministic_algorithms_enabled() else x - 1
+        return (f, *with_setting(lambda: torch.use_deterministic_algorithms(True),
+                                 lambda: torch.use_deterministic_algorithms(False)))
+    check_state_change(build)
+
+
+def test_inference_mode_entered():
+    def build():
+        def f(x):
+            return x + 1 if torch.is_inference_mode_enabled() else x - 1
+        return (f, *entered(torch.inference_mode))
+    check_state_change(build)
+
+
+def test_a_torch_function_mode_entered():
+    from torch.overrides import TorchFunctionMode
+
+    class TimesTen(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            return result * 10 if func is torch.add else result
+
+    def build():
+        def f(x):
+            return torch.add(x, 1)
+        return (f, *entered(TimesTen))
+    check_state_change(build)
+
+
+def test_global_state_recompile_reason_names_the_component():
+    reasons = []
+
+    def f(x):
+        return x + 1
+
+    compiled = bytegraph.optimize(CompileCounter(), guard_fail_fn=reasons.append)(f)
+    compiled(X)
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        compiled(X)
+    finally:
+        torch.set_default_dtype(saved)
+    assert reasons and "default dtype" in reasons[0] and "torch.float64" in reasons[0]
+
+
+# --- 3. module state ------------------------------------------------------------------------
+
+def module_case(make, change):
+    def build():
+        torch.manual_seed(0)
+        module = make()
+        return plain(lambda x: module(x), lambda: change(module))
+    return build
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+        self.register_buffer("b", torch.ones(3))
+        self.t = torch.ones(3)
+        self.act = F.relu
+
+    def forward(self, x):
+        return self.act(x * self.w + self.b + self.t)
+
+
+@pytest.mark.parametrize("attribute,value", [
+    ("w", lambda: nn.Parameter(torch.full((3,), 2.0))),
+    ("b", lambda: torch.full((3,), -5.0)),
+    ("t", lambda: torch.full((3,), 4.0)),
+    ("act", lambda: torch.tanh),
+])
+def test_a_module_attribute_replaced(attribute, value):
+    # A plain tensor attribute is a graph input, read afresh on each call: no recompile.
+    check_state_change(module_case(Scale, lambda m: setattr(m, attribute, value())), recompiles=attribute != "t")
+
+
+def test_a_leaf_modules_weight_replaced():
+    check_state_change(module_case(lambda: nn.Linear(3, 2), lambda m: setattr(m, "weight", nn.Parameter(torch.zeros(2, 3)))))
+
+
+def test_load_state_dict_with_assign():
+    def change(m):
+        m.load_state_dict({"weight": torch.zeros(2, 3), "bias": torch.ones(2)}, assign=True)
+    check_state_change(module_case(lambda: nn.Linear(3, 2), change))
+
+
+def test_a_parameter_converted_in_place_by_module_to():
+    check_state_change(module_case(Scale, lambda m: m.to(torch.float64)))
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3)])
+        self.named = nn.ModuleDict({"a": nn.Linear(3, 3)})
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        for layer in self.named.values():
+            x = layer(x)
+        return x
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: m.layers.append(nn.Linear(3, 3)),
+    lambda m: m.named.update({"b": nn.Linear(3, 3)}),
+    lambda m: m.layers.__setitem__(0, nn.Identity()),
+], ids=["modulelist_append", "moduledict_new_key", "modulelist_item_replaced"])
+def test_a_module_container_changed(change):
+    check_state_change(module_case(Stack, change))
+
+
+def test_a_sequential_item_replaced():
+    check_state_change(module_case(lambda: nn.Sequential(nn.Linear(3, 3), nn.ReLU()), lambda m: m.__setitem__(1, nn.Tanh())))
+
+
+class Helper(nn.Module):
+    def helper(self, x):
+        return x + 1
+
+    def forward(self, x):
+        return self.helper(x)
+
+
+def test_forward_assigned_on_the_instance():
+    check_state_change(module_case(Helper, lambda m: setattr(m, "forward", lambda x: x - 1)))
+
+
+def test_a_method_assigned_on_the_instance():
+    check_state_change(module_case(Helper, lambda m: setattr(m, "helper", lambda x: x * 7)))
+
+
+def test_a_forward_hook_registered_after_compiling():
+    check_state_change(module_case(Helper, lambda m: m.register_forward_hook(lambda mod, args, out: out * 0)))
+
+
+def test_call_overridden_on_the_module_class():
+    def build():
+        class M(Helper):
+            pass
+        m = M()
+        return plain(lambda x: m(x), lambda: setattr(M, "__call__", lambda self, x: x * 100))
+    check_state_change(build)
+
+
+# --- 4. class-level lookups -----------------------------------------------------------------
+
+def test_a_method_patched_on_the_class():
+    def build():
+        class A:
+            def g(self, x):
+                return x + 1
+        a = A()
+        return plain(lambda x: a.g(x), lambda: setattr(A, "g", lambda self, x: x - 1))
+    check_state_change(build)
+
+
+def test_a_base_method_patched_and_reached_through_super():
+    def build():
+        class A:
+            def g(self, x):
+                return x + 1
+
+        class B(A):
+            def g(self, x):
+                return super().g(x) * 2
+        b = B()
+        return plain(lambda x: b.g(x), lambda: setattr(A, "g", lambda self, x: x - 1))
+    check_state_change(build)
+
+
+def test_a_property_whose_getter_reads_a_closure():
+    def build():
+        scale = 1.0
+
+        def getter(self):
+            return scale
+
+        def change():
+            nonlocal scale
+            scale = 5.0
+        A = type("A", (), {"k": property(getter)})
+        a = A()
+        return plain(lambda x: x * a.k, change)
+    check_state_change(build)
+
+
+def test_a_special_method_patched_on_the_class():
+    def build():
+        class Box:
+            def __call__(self, x):
+                return x + 1
+        box = Box()
+        return plain(lambda x: box(x), lambda: setattr(Box, "__call__", lambda self, x: x * 3))
+    check_state_change(build)
+
+
+# --- 5. absence ------------------------------------------------------------------------------
+
+class Plain:
+    pass
+
+
+@pytest.mark.parametrize("make,target", [
+    (Plain, lambda obj: obj),
+    (types.SimpleNamespace, lambda obj: obj),
+    (lambda: torch.ones(3), lambda obj: obj),
+    (lambda: type("Fresh", (), {})(), lambda obj: type(obj)),
+    (lambda: nn.Linear(3, 3), lambda obj: obj),
+], ids=["object", "namespace", "tensor", "class", "module"])
+def test_an_attribute_added_after_hasattr_said_no(make, target):
+    def build():
+        holder = make()
+        return plain(lambda x: x + 1 if hasattr(holder, "tag") else x - 1, lambda: setattr(target(holder), "tag", 1))
+    check_state_change(build)
+
+
+def test_getattr_with_a_default_then_the_attribute_added():
+    def build():
+        holder = Plain()
+        return plain(lambda x: x * getattr(holder, "tag", 1), lambda: setattr(holder, "tag", 5))
+    check_state_change(build)
+
+
+# --- 6. callables held in containers and attributes ------------------------------------------
+
+def _apply_unary(fn, x):
+    return fn(x)
+
+
+@pytest.mark.parametrize("first,second,apply", [
+    (torch.relu, F.silu, _apply_unary),
+    (torch.relu, torch.tanh, _apply_unary),
+    (len, lambda items: 7, lambda fn, x: x * fn([1, 2])),
+    (operator.add, operator.mul, lambda fn, x: fn(x, 2)),
+    (functools.partial(torch.add, other=1), functools.partial(torch.mul, other=3), _apply_unary),
+    (float, int, lambda fn, x: x * fn(2.5)),
+], ids=["relu_silu", "relu_tanh", "len", "operator", "partial", "type"])
+@pytest.mark.parametrize("holder", ["dict", "list", "class"])
+def test_a_callable_swapped_in_its_holder(holder, first, second, apply):
+    def build():
+        if holder == "dict":
+            box = {"fn": first}
+            read, change = (lambda: box["fn"]), (lambda: box.__setitem__("fn", second))
+        elif holder == "list":
+            box = [first]
+            read, change = (lambda: box[0]), (lambda: box.__setitem__(0, second))
+        else:
+            box = type("Box", (), {"fn": staticmethod(first)})
+            read, change = (lambda: box.fn), (lambda: setattr(box, "fn", staticmethod(second)))
+        return plain(lambda x: apply(read(), x), change)
+    check_state_change(build)
+
+
+# --- 7. the backend is part of the cache key --------------------------------------------------
+
+def test_compiling_again_for_another_backend_uses_that_backend():
+    first, second = CompileCounter(), CompileCounter()
+
+    def f(x):
+        return x.sin() + 1
+
+    bytegraph.compile(f, backend=first)(X)
+    bytegraph.compile(f, backend=second)(X)
+    bytegraph.compile(f, backend=first)(X)
+    assert (first.frame_count, second.frame_count) == (1, 1)
+
+
+def test_the_same_backend_shares_the_cache_entry():
+    counter = CompileCounter()
+
+    def f(x):
+        return x.sin() + 1
+
+    bytegraph.compile(f, backend=counter)(X)
+    bytegraph.compile(f, backend=counter)(X)
+    assert counter.frame_count == 1
+
+
+# --- 8. a user's == runs ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["eq", "ne"])
+def test_a_user_defined_equality_decides_the_branch(op):
+    class Key:
+        value = 1
+
+        def __eq__(self, other):
+            return self.value == other
+
+        def __ne__(self, other):
+            return self.value != other
+
+        __hash__ = object.__hash__
+
+    def build():
+        key = Key()
+        if op == "eq":
+            fn = lambda x: x + 1 if key == 1 else x - 1  # noqa: E731
+        else:
+            fn = lambda x: x + 1 if key != 1 else x - 1  # noqa: E731
+        return plain(fn, lambda: setattr(key, "value", 2))
+    check_state_change(build)
+
+
+# --- plain values the trace folded ---------------------------------------------------------------
+
+def test_a_dataclass_field_changed():
+    @dataclasses.dataclass
+    class Config:
+        scale: float = 1.0
+
+    def build():
+        config = Config()
+        return plain(lambda x: x * config.scale, lambda: setattr(config, "scale", 4.0))
+    check_state_change(build)
