@@ -442,3 +442,18 @@ def test_a_dataclass_field_changed():
         config = Config()
         return plain(lambda x: x * config.scale, lambda: setattr(config, "scale", 4.0))
     check_state_change(build)
+
+
+class Indexed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Tanh()])
+
+    def forward(self, x):
+        for index in range(len(self.layers)):
+            x = self.layers[index](x)
+        return x
+
+
+def test_a_module_list_measured_with_len_then_appended():
+    check_state_change(module_case(Indexed, lambda m: m.layers.append(nn.ReLU())))
