@@ -45,11 +45,20 @@ bool is_class_attribute(const SourcePtr& source) {
 // The object a builtin method is bound to when each read makes the method anew (`xs.append`,
 // `d.get`, a method-wrapper), so the method's own identity cannot be guarded. Functions of
 // modules (`math.sqrt`) and of types (`dict.fromkeys`) are bound to objects that stay.
+// `None.__repr__`'s type: the type of a bound slot wrapper (its C name is private from 3.13).
+PyTypeObject* method_wrapper_type() {
+  static PyTypeObject* type = [] {
+    py::Ref<> wrapper = check(PyObject_GetAttrString(Py_None, "__repr__"));
+    return Py_TYPE(wrapper.get());  // a static type: lives for the process
+  }();
+  return type;
+}
+
 PyObject* per_read_self(PyObject* callable) {
   PyObject* self = nullptr;
   if (PyCFunction_Check(callable)) {
     self = PyCFunction_GET_SELF(callable);
-  } else if (Py_IS_TYPE(callable, &_PyMethodWrapper_Type)) {
+  } else if (Py_IS_TYPE(callable, method_wrapper_type())) {
     py::Ref<> bound = check(PyObject_GetAttrString(callable, "__self__"));
     self = bound.get();  // the wrapper keeps it alive
   }
