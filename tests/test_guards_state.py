@@ -457,3 +457,53 @@ class Indexed(nn.Module):
 
 def test_a_module_list_measured_with_len_then_appended():
     check_state_change(module_case(Indexed, lambda m: m.layers.append(nn.ReLU())))
+
+
+def test_a_class_attribute_read_through_type_of_an_instance():
+    def build():
+        class Policy:
+            scale = -2.0
+        policy = Policy()
+        return plain(lambda x: x * type(policy).scale, lambda: setattr(Policy, "scale", 3.0))
+    check_state_change(build)
+
+
+def test_a_class_attribute_read_through_type_of_an_object_made_in_the_call():
+    def build():
+        class Policy:
+            scale = -2.0
+        return plain(lambda x: x * type(Policy()).scale, lambda: setattr(Policy, "scale", 3.0))
+    check_state_change(build)
+
+
+# --- 2. tensor properties beyond dtype, device and layout: the dispatch key set ----------------
+
+def _inference_copy(t):
+    with torch.inference_mode():
+        return t.clone()
+
+
+COMPLEX = torch.randn(2, 3, dtype=torch.complex64)
+
+
+@pytest.mark.parametrize("query,first,second", [
+    ("is_inference", lambda: X.clone(), lambda: _inference_copy(X)),
+    ("is_conj", lambda: COMPLEX.clone(), lambda: COMPLEX.conj()),
+    ("is_neg", lambda: COMPLEX.clone().imag, lambda: COMPLEX.conj().imag),
+])
+def test_a_tensor_with_other_dispatch_keys_recompiles(query, first, second):
+    def build():
+        state = {"x": first()}
+
+        def f(x):
+            return x * 2 if getattr(x, query)() else x * 3
+        return f, (lambda fn: fn(state["x"])), (lambda: state.update(x=second()))
+    check_state_change(build)
+
+
+def test_the_dispatch_key_difference_is_the_recompile_reason():
+    reasons = []
+    compiled = bytegraph.optimize(CompileCounter(), guard_fail_fn=reasons.append)(lambda x: x + 1)
+    compiled(COMPLEX.clone())
+    compiled(COMPLEX.conj())
+    assert reasons and "conjugate" in reasons[0]

@@ -1,8 +1,11 @@
 // TENSOR_MATCH: a tensor argument still has the metadata the graph was traced for: exact
 // Python type, dtype, device, sizes, strides and requires_grad.
 //
-// The check and its explanation are one function (`first_mismatch`), so the reason given
-// for a recompile is always the property the hot path rejected.
+// The hot path is torch's own tensor check (torch._C._dynamo.guards.TensorGuards: C++ over
+// the TensorImpl, dispatch key set included, one call), which reads what our getters read
+// in a fraction of the time. The explanation is `first_mismatch`, over the same properties
+// read through the getters, plus the dispatch keys as flags; where torch's check is missing
+// from a build, `first_mismatch` is the check as well.
 // Dynamic dimensions: a size of -1 is not checked; a stride of -1 is not checked either.
 #include <cstdint>
 #include <vector>
@@ -46,6 +49,8 @@ class TensorMatch final : public LeafGuard {
     device_check_ = device_check_for(tensor);
     py::Ref<> grad = bytegraph::check(meta.requires_grad(tensor));
     requires_grad_ = grad.get() == Py_True;
+    dispatch_flags_ = meta.dispatch_flags(tensor);
+    if (dispatch_flags_ < 0) throw_python_error();
     sizes_ = int_tuple(bytegraph::check(meta.shape(tensor)).get());
     strides_ = int_tuple(bytegraph::check(meta.stride(tensor)).get());
     const std::vector<int64_t> traced_strides = strides_;
@@ -58,11 +63,31 @@ class TensorMatch final : public LeafGuard {
     for (int dim : strides) unchecked(strides_, dim, "stride");
   }
 
-  bool check(PyObject* value) const override { return !first_mismatch(value, nullptr); }
+  // torch's check for this tensor's metadata, with the unchecked sizes and strides as None.
+  void build_torch_check(PyObject* tensor) {
+    static PyObject* tensor_guards_class = [] {
+      py::Ref<> module = py::Ref<>::steal(PyImport_ImportModule("torch._C._dynamo.guards"));
+      PyObject* found = module ? PyObject_GetAttrString(module.get(), "TensorGuards") : nullptr;
+      if (found == nullptr) PyErr_Clear();
+      return found;  // kept for the process, or null: the getters check instead
+    }();
+    if (tensor_guards_class == nullptr) return;
+    py::Ref<> args = bytegraph::check(PyTuple_Pack(1, tensor));
+    py::Ref<> kwargs = bytegraph::check(Py_BuildValue("{s:[N],s:[N]}", "dynamic_dims_sizes", optional_ints(sizes_),
+                                                      "dynamic_dims_strides", optional_ints(strides_)));
+    py::Ref<> guards = bytegraph::check(PyObject_Call(tensor_guards_class, args.get(), kwargs.get()));
+    torch_check_ = bytegraph::check(PyObject_GetAttrString(guards.get(), "check"));
+  }
+
+  bool check(PyObject* value) const override {
+    if (!torch_check_) return !first_mismatch(value, nullptr);
+    py::Ref<> passed = bytegraph::check(PyObject_Vectorcall(torch_check_.get(), &value, 1, nullptr));
+    return passed.get() == Py_True;
+  }
   std::string explain(PyObject* value, const std::string& source) const override {
     std::string reason;
-    if (!first_mismatch(value, &reason)) return {};
-    return source + " " + reason;
+    if (first_mismatch(value, &reason)) return source + " " + reason;
+    return check(value) ? std::string() : source + " dispatch keys differ";
   }
   std::string describe(const std::string& source) const override {
     return source + ": TENSOR_MATCH " + properties();
@@ -71,6 +96,7 @@ class TensorMatch final : public LeafGuard {
   int cost_rank() const override { return kCostTensor; }
   bool may_run_python() const override { return true; }
   void traverse(py::Visitor& visit) const override {
+    visit(torch_check_);
     visit(type_);
     visit(dtype_);
     visit(device_);
@@ -92,6 +118,16 @@ class TensorMatch final : public LeafGuard {
       if (i != dim && traced_strides[i] >= traced_strides[dim]) strides_[i] = kUnchecked;
     }
     sizes_[dim] = kUnchecked;
+  }
+
+  // A list of ints with None where unchecked: a new reference.
+  static PyObject* optional_ints(const std::vector<int64_t>& values) {
+    py::Ref<> list = bytegraph::check(PyList_New(static_cast<Py_ssize_t>(values.size())));
+    for (size_t i = 0; i < values.size(); ++i) {
+      PyObject* item = values[i] == kUnchecked ? Py_NewRef(Py_None) : bytegraph::check(PyLong_FromLongLong(values[i])).release();
+      PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), item);
+    }
+    return list.release();
   }
 
   static void unchecked(std::vector<int64_t>& values, int dim, const char* what) {
@@ -121,6 +157,12 @@ class TensorMatch final : public LeafGuard {
       if (reason) *reason = std::string("requires_grad: expected ") +
                             (requires_grad_ ? "True" : "False") + ", got " +
                             (requires_grad_ ? "False" : "True");
+      return true;
+    }
+    int flags = meta_.dispatch_flags(value);
+    if (flags < 0) throw_python_error();
+    if (flags != dispatch_flags_) {
+      if (reason) *reason = "dispatch keys: expected " + flags_text(dispatch_flags_) + ", got " + flags_text(flags);
       return true;
     }
     py::Ref<> shape = bytegraph::check(meta_.shape(value));
@@ -183,19 +225,30 @@ class TensorMatch final : public LeafGuard {
     return false;
   }
 
+  static std::string flags_text(int flags) {
+    std::string text;
+    if (flags & TensorMeta::kInference) text += "inference ";
+    if (flags & TensorMeta::kConjugate) text += "conjugate ";
+    if (flags & TensorMeta::kNegative) text += "negative ";
+    return text.empty() ? "a plain tensor" : "a tensor marked " + text.substr(0, text.size() - 1);
+  }
+
   std::string properties() const {
-    return type_name(type_.get()) + " dtype=" + safe_str(dtype_.get()) +
+    return type_name(type_.get()) + (dispatch_flags_ ? " (" + flags_text(dispatch_flags_) + ")" : std::string()) +
+           " dtype=" + safe_str(dtype_.get()) +
            " device=" + safe_str(device_.get()) + " size=" + int_list_text(sizes_) +
            " stride=" + int_list_text(strides_) +
            " requires_grad=" + (requires_grad_ ? "True" : "False");
   }
 
   const TensorMeta& meta_;
+  py::Ref<> torch_check_;  // the bound TensorGuards.check, or null
   py::Ref<PyTypeObject> type_;
   py::Ref<> dtype_;
   py::Ref<> device_;
   DeviceCheck device_check_ = DeviceCheck::kEquals;
   bool requires_grad_ = false;
+  int dispatch_flags_ = 0;  // TensorMeta::DispatchFlag bits
   std::vector<int64_t> sizes_;
   std::vector<int64_t> strides_;
 };
@@ -208,7 +261,9 @@ LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims
     std::string got = tensor == nullptr ? "NULL" : type_name(Py_TYPE(tensor));
     throw PythonError::make(PyExc_TypeError, "TENSOR_MATCH needs a torch.Tensor, got " + got);
   }
-  return std::make_shared<TensorMatch>(meta, tensor, dynamic_dims);
+  auto match = std::make_shared<TensorMatch>(meta, tensor, dynamic_dims);
+  match->build_torch_check(tensor);
+  return match;
 }
 
 LeafPtr make_tensor_match_unchecked(PyObject* tensor, const std::vector<int>& unchecked_sizes,
@@ -220,6 +275,7 @@ LeafPtr make_tensor_match_unchecked(PyObject* tensor, const std::vector<int>& un
   }
   auto match = std::make_shared<TensorMatch>(meta, tensor, std::vector<int>{});
   match->leave_unchecked(unchecked_sizes, unchecked_strides);
+  match->build_torch_check(tensor);
   return match;
 }
 

@@ -47,6 +47,32 @@ void TensorMeta::load() {
   }
   stride_ = method_of(tensor_base_.get(), "stride");
   storage_offset_ = method_of(tensor_base_.get(), "storage_offset");
+  const char* flags[3] = {"is_inference", "is_conj", "is_neg"};
+  for (int i = 0; i < 3; ++i) flag_methods_[i] = method_of(tensor_base_.get(), flags[i]);
+}
+
+namespace {
+
+// A no-argument method descriptor called on `self`: through its C function when it takes no
+// arguments (no bound method, no argument tuple), else by vectorcall. A new reference, or null.
+PyObject* call_method_descriptor(PyObject* descriptor, PyObject* self) {
+  PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(descriptor)->d_method;
+  int convention = def->ml_flags & (METH_VARARGS | METH_FASTCALL | METH_NOARGS | METH_O | METH_KEYWORDS | METH_METHOD);
+  if (convention == METH_NOARGS) return def->ml_meth(self, nullptr);
+  return PyObject_Vectorcall(descriptor, &self, 1, nullptr);
+}
+
+}  // namespace
+
+int TensorMeta::dispatch_flags(PyObject* tensor) const {
+  int flags = 0;
+  for (int i = 0; i < 3; ++i) {
+    PyObject* answer = call_method_descriptor(flag_methods_[i].get(), tensor);
+    if (answer == nullptr) return -1;
+    if (answer == Py_True) flags |= 1 << i;
+    Py_DECREF(answer);
+  }
+  return flags;
 }
 
 const TensorMeta& TensorMeta::get() {

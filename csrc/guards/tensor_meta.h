@@ -38,6 +38,11 @@ class TensorMeta {
   PyObject* storage_offset(PyObject* tensor) const {
     return PyObject_Vectorcall(storage_offset_.get(), &tensor, 1, nullptr);
   }
+  // What torch's dispatch key set says of the tensor beyond its dtype and device, as bits:
+  // an inference tensor (no autograd or in-place tracking), a lazily conjugated or negated
+  // view. -1 with a Python error set.
+  enum DispatchFlag : int { kInference = 1, kConjugate = 2, kNegative = 4 };
+  int dispatch_flags(PyObject* tensor) const;
 
  private:
   TensorMeta() = default;
@@ -56,6 +61,7 @@ class TensorMeta {
   const PyGetSetDef* is_meta_ = nullptr;
   py::Ref<> stride_;
   py::Ref<> storage_offset_;
+  py::Ref<> flag_methods_[3];  // is_inference, is_conj, is_neg, in DispatchFlag order
 };
 
 }  // namespace bytegraph::guards

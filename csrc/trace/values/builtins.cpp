@@ -395,8 +395,11 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (ValuePtr result = call_iteration_builtin(tracer, function, args, kwargs)) return result;
   if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
   if (function == builtin("super")) return call_super(tracer, args);
-  if (function == builtin("type") && args.size() == 1 && args[0]->python_type())
-    return tracer.wrap(args[0]->python_type(), nullptr);
+  if (function == builtin("type") && args.size() == 1 && args[0]->python_type()) {
+    // With a source, so what the code reads from the class (`type(obj).scale`) is guarded.
+    PyObject* type = args[0]->python_type();
+    return tracer.wrap(type, args[0]->source() ? guards::type_source(args[0]->source()) : guards::class_source(type));
+  }
   if (all_constant(args, kwargs) && (pure_ || foldable_builtin(function) || is_pure_module_function(function))) {
     // torch's autocast queries answer from settings the global-state guard compares only
     // while autocast is on; a trace that read them needs them compared always.
