@@ -507,3 +507,28 @@ def test_the_dispatch_key_difference_is_the_recompile_reason():
     compiled(COMPLEX.clone())
     compiled(COMPLEX.conj())
     assert reasons and "conjugate" in reasons[0]
+
+
+# --- never a guard on the identity of an object made during the call --------------------------
+
+class WithLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x, labels):
+        logits = self.fc(x)
+        loss_fct = nn.CrossEntropyLoss()  # a module made in forward: a break, as in HF's heads
+        return loss_fct(logits, labels), logits
+
+
+def test_a_module_made_before_a_break_does_not_recompile_each_call():
+    torch.manual_seed(0)
+    model = WithLoss()
+    labels = torch.tensor([0, 3])
+    counter = CompileCounter()
+    reasons = []
+    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(model)
+    for _ in range(4):
+        assert same(compiled(X, labels), model(X, labels))
+    assert counter.frame_count == 2 and reasons == []

@@ -112,7 +112,7 @@ void raise_unbound_local_errors(CodeBuilder& builder, const std::vector<CellRead
 
 }  // namespace
 
-std::string stack_argument_name(std::size_t position) { return "___stack" + std::to_string(position); }
+std::string stack_argument_name(std::size_t position) { return kStackArgumentPrefix + std::to_string(position); }
 
 ResumeCode make_resume_code(PyCodeObject* original, const ResumeSpec& spec) {
   py::Ref<> cellvars = check(PyCode_GetCellvars(original));

@@ -53,7 +53,8 @@ struct ResumeCode {
 
 ResumeCode make_resume_code(PyCodeObject* original /* borrowed */, const ResumeSpec& spec);
 
-// The name of the argument that carries stack position `position`.
+// The name of the argument that carries stack position `position`: the prefix and the number.
+inline constexpr const char* kStackArgumentPrefix = "___stack";
 std::string stack_argument_name(std::size_t position);
 
 }  // namespace bytegraph::codegen

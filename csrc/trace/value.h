@@ -413,8 +413,12 @@ class FoldedCallValue : public Value {
 // modules are inlined by calling type(m).forward with self.
 class ModuleValue : public Value {
  public:
-  ModuleValue(py::Ref<> module, bool leaf, guards::SourcePtr source)
-      : Value(std::move(source)), module_(std::move(module)), leaf_(leaf) {}
+  // `pinned`: its identity is guarded, so the graph may hold the module and its tensors (a
+  // call_module leaf, get_attr nodes). A module that may be another object on each call (one
+  // made by the code before a break, handed to the resume function) is traced through
+  // instead, its tensors graph inputs read from it on each call.
+  ModuleValue(py::Ref<> module, bool leaf, guards::SourcePtr source, bool pinned = true)
+      : Value(std::move(source)), module_(std::move(module)), leaf_(leaf && pinned), pinned_(pinned) {}
   std::string repr() const override;
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(module_.get()); }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
@@ -433,6 +437,7 @@ class ModuleValue : public Value {
   void guard_leaf_tensors(Tracer& tracer);
   py::Ref<> module_;
   bool leaf_;
+  bool pinned_;
 };
 
 // A Python module (torch, math, a user module): attributes are wrapped with attribute sources.

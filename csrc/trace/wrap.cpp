@@ -1,6 +1,7 @@
 // Wrapping real values read by the traced code (Dynamo's VariableBuilder): each kind of
 // object becomes its symbolic value, with the source it was read from and the guards the
 // trace relies on.
+#include "codegen/resume_function.h"
 #include "trace/comptime.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
@@ -64,6 +65,14 @@ PyObject* per_read_self(PyObject* callable) {
   }
   if (self == nullptr || PyModule_Check(self) || PyType_Check(self)) return nullptr;
   return self;
+}
+
+// A value the resume function was handed on the stack (or reached from one): what the code
+// before the break computed, often an object it made.
+bool made_before_a_break(const SourcePtr& source) {
+  const guards::Source* root = source.get();
+  while (root && root->base) root = root->base.get();
+  return root && root->kind == guards::Source::Kind::Local && root->name.rfind(codegen::kStackArgumentPrefix, 0) == 0;
 }
 
 }  // namespace
@@ -276,13 +285,15 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Module:
     case ObjectKind::LeafModule: {
       if (ValuePtr known = known_object(real, source)) return known;
-      guards.add(K::Id, source, real);
+      // One the code made before a break is a new object on each call: never pinned.
+      bool pinned = !made_before_a_break(source);
+      guards.add(pinned ? K::Id : K::Type, source, pinned ? real : (PyObject*)Py_TYPE(real));
       if (source) {
         py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
         guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
       }
       bool leaf = kind == ObjectKind::LeafModule;
-      auto module = std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source);
+      auto module = std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source, pinned);
       side_effects.remember(real, module);
       return module;
     }

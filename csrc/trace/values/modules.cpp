@@ -85,6 +85,7 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   }
   if (PyObject_TypeCheck(real.get(), (PyTypeObject*)tracer.bridge.tensor_type.get())) {
     if (!attr_source) unsupported("untracked_tensor", "a tensor attribute of a module with no source");
+    if (!pinned_) return tracer.wrap(real.get(), attr_source);
     return tracer.wrap_module_tensor(real.get(), attr_source);
   }
   if (!in_instance_state(module_.get(), name)) {
