@@ -158,6 +158,31 @@ class ModuleAttributes {
     return nullptr;
   }
 
+  // `container[index]` of a ModuleList or Sequential whose class keeps torch's __getitem__:
+  // the index-th child in `_modules`, as that __getitem__ finds it, without running it. A
+  // borrowed reference, or null (no error set) when this does not apply or there is none.
+  PyObject* child(PyObject* container, Py_ssize_t index) const {
+    PyTypeObject* type = Py_TYPE(container);
+    if (!PyType_IsSubtype(type, module_type_)) return nullptr;
+    PyObject* getitem = _PyType_Lookup(type, getitem_name_.get());
+    if (getitem == nullptr || (getitem != list_getitem_ && getitem != sequential_getitem_)) return nullptr;
+    PyObject** dict_slot = _PyObject_GetDictPtr(container);
+    if (dict_slot == nullptr || *dict_slot == nullptr) return nullptr;
+    PyObject* children = PyDict_GetItemWithError(*dict_slot, tables_[2].get());
+    if (children == nullptr || !PyDict_CheckExact(children)) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    Py_ssize_t size = PyDict_GET_SIZE(children);
+    if (index < 0) index += size;
+    if (index < 0 || index >= size) return nullptr;
+    PyObject *key, *value;
+    Py_ssize_t position = 0;
+    for (Py_ssize_t i = 0; PyDict_Next(children, &position, &key, &value); ++i)
+      if (i == index) return value;
+    return nullptr;
+  }
+
  private:
   ModuleAttributes() {
     py::Ref<> nn = import_module("torch.nn");
@@ -168,6 +193,12 @@ class ModuleAttributes {
     object_getattribute_ = _PyType_Lookup(&PyBaseObject_Type, getattribute_name_.get());
     module_getattr_ = _PyType_Lookup(module_type_, getattr_name_.get());
     for (const char* table : {"_parameters", "_buffers", "_modules"}) tables_.push_back(interned(table));
+    getitem_name_ = interned("__getitem__");
+    for (auto [name, slot] : {std::pair{"ModuleList", &list_getitem_}, std::pair{"Sequential", &sequential_getitem_}}) {
+      py::Ref<> cls = check(PyObject_GetAttrString(nn.get(), name));
+      *slot = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(cls.get()), getitem_name_.get());
+      cls.release();  // torch.nn's classes live for the process
+    }
   }
 
   PyTypeObject* module_type_ = nullptr;  // kept for the process
@@ -175,6 +206,9 @@ class ModuleAttributes {
   PyObject* object_getattribute_ = nullptr;  // borrowed from the classes, which live on
   PyObject* module_getattr_ = nullptr;
   std::vector<py::Ref<>> tables_;  // searched in Module.__getattr__'s order
+  py::Ref<> getitem_name_;
+  PyObject* list_getitem_ = nullptr;  // borrowed from their classes
+  PyObject* sequential_getitem_ = nullptr;
 };
 
 class AttrAccessor final : public Accessor {
@@ -217,6 +251,8 @@ class ItemAccessor final : public Accessor {
     // A value that cannot be subscripted at all (a function's __closure__ that is None now)
     // has no such item: the guard fails instead of raising.
     if (!PyMapping_Check(parent) && !PySequence_Check(parent)) return Fetched::missing();
+    if (has_index_)
+      if (PyObject* child = ModuleAttributes::get().child(parent, index_)) return Fetched::borrowed(child);
     return mapping_item(parent, key_.get());
   }
   const char* missing_reason() const override { return "item missing"; }
