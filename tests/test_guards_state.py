@@ -532,3 +532,16 @@ def test_a_module_made_before_a_break_does_not_recompile_each_call():
     for _ in range(4):
         assert same(compiled(X, labels), model(X, labels))
     assert counter.frame_count == 2 and reasons == []
+
+
+def test_a_method_assigned_on_the_instance_is_read_from_there_without_recompiling():
+    torch.manual_seed(0)
+    module = Helper()
+    counter = CompileCounter()
+    compiled = bytegraph.compile(lambda x: module.helper(x) + module.forward(x), backend=counter)
+    compiled(X)
+    module.helper = types.MethodType(lambda self, x: x * 3, module)
+    module.forward = module.helper
+    for _ in range(3):
+        assert same(compiled(X), module.helper(X) + module.forward(X))
+    assert counter.frame_count == 2

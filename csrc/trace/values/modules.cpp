@@ -70,8 +70,10 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   py::Ref<> real = py::Ref<>::steal(attribute);
   guards::SourcePtr attr_source = source() ? guards::attr_source(source(), name) : nullptr;
   py::Ref<> own_dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
-  if (PyObject* own = PyDict_GetItemString(own_dict.get(), name.c_str()); own && !on_class && source()) {
-    // Set on the instance (a method or function assigned there): read from its dict.
+  bool data_descriptor = on_class && Py_TYPE(on_class)->tp_descr_set;
+  if (PyObject* own = PyDict_GetItemString(own_dict.get(), name.c_str()); own && !data_descriptor && source()) {
+    // Set on the instance (a method or function assigned there, shadowing the class's): read
+    // from its dict.
     return tracer.wrap(own, guards::instance_dict_source(source(), name));
   }
   if (PyMethod_Check(real.get()) && PyMethod_GET_SELF(real.get()) == module_.get()) {
