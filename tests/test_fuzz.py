@@ -269,7 +269,6 @@ def test_state_changes_change_what_the_function_returns():
     assert changed >= 0.9 * total, f"{changed} of {total} changes changed the result"
 
 
-@pytest.mark.xfail(reason="missing guards, issue 25", strict=False)
 def test_mutate_state_slice():
     summary = run_campaign(STATE_PROGRAMS, CI_SEED, backends.DEFAULT, occasional_fraction=0.0, jobs=1, timeout=60,
                            mode=state_generator.MODE)

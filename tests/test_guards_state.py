@@ -545,3 +545,25 @@ def test_a_method_assigned_on_the_instance_is_read_from_there_without_recompilin
     for _ in range(3):
         assert same(compiled(X), module.helper(X) + module.forward(X))
     assert counter.frame_count == 2
+
+
+def test_len_of_a_container_from_outside_is_guarded():
+    import collections
+
+    class Bag:
+        def __init__(self):
+            self.items = [1]
+
+        def __len__(self):
+            return len(self.items)
+
+    def build_deque():
+        queue = collections.deque([1])
+        return plain(lambda x: x * len(queue), lambda: queue.append(2))
+
+    def build_bag():
+        bag = Bag()
+        return plain(lambda x: x * len(bag), lambda: bag.items.append(2))
+
+    check_state_change(build_deque)
+    check_state_change(build_bag)

@@ -173,6 +173,9 @@ void GuardSet::add_dict_keys_match(const SourcePtr& source, PyObject* keys) {
 void GuardSet::add_dict_lacks_key(const SourcePtr& source, PyObject* key) {
   impl_->add(source, make_dict_lacks_key(key));
 }
+void GuardSet::add_size_match(const SourcePtr& source, Py_ssize_t length) {
+  impl_->add(source, make_size_match(length));
+}
 void GuardSet::add_lacks_attr(const SourcePtr& source, PyObject* name) {
   impl_->add(source, make_lacks_attr(name));
 }

@@ -50,6 +50,8 @@ LeafPtr make_type_match(PyTypeObject* type);
 LeafPtr make_id_match(PyObject* object);
 LeafPtr make_none_match(bool is_none);
 LeafPtr make_length_match(Py_ssize_t length);
+// len(value) through __len__, for objects that are not builtin containers.
+LeafPtr make_size_match(Py_ssize_t length);
 // `key` is not in the dict (a builtin the code reads is not shadowed by a global).
 LeafPtr make_dict_lacks_key(PyObject* key);
 // getattr(value, `name`) raises AttributeError.

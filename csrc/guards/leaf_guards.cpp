@@ -105,6 +105,34 @@ class LengthMatch final : public LeafGuard {
   Py_ssize_t length_;
 };
 
+// len(value) through its own __len__ (a deque, a C container the trace folded the length of).
+class SizeMatch final : public LeafGuard {
+ public:
+  explicit SizeMatch(Py_ssize_t length) : length_(length) {}
+  bool check(PyObject* value) const override { return size_of(value) == length_; }
+  std::string explain(PyObject* value, const std::string& source) const override {
+    Py_ssize_t got = size_of(value);
+    return "len(" + source + ") == " + std::to_string(length_) + ": got " + (got < 0 ? "no length" : std::to_string(got));
+  }
+  std::string describe(const std::string& source) const override {
+    return source + ": SIZE_MATCH " + std::to_string(length_);
+  }
+  std::string dedupe_key() const override { return "SIZE_MATCH " + std::to_string(length_); }
+  int cost_rank() const override { return kCostDictKeys; }
+  bool may_run_python() const override { return true; }
+
+ private:
+  static Py_ssize_t size_of(PyObject* value) {
+    Py_ssize_t size = PyObject_Size(value);
+    if (size < 0) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw_python_error();
+      PyErr_Clear();
+    }
+    return size;
+  }
+  Py_ssize_t length_;
+};
+
 // Same type and equal. Keys are almost always interned strings, so identity usually decides.
 bool same_key(PyObject* got, PyObject* expected) {
   if (got == expected) return true;
@@ -240,6 +268,7 @@ class LacksAttr final : public LeafGuard {
 }  // namespace
 
 LeafPtr make_dict_lacks_key(PyObject* key) { return std::make_shared<DictLacksKey>(key); }
+LeafPtr make_size_match(Py_ssize_t length) { return std::make_shared<SizeMatch>(length); }
 LeafPtr make_lacks_attr(PyObject* name) { return std::make_shared<LacksAttr>(name); }
 
 LeafPtr make_length_match(Py_ssize_t length) {

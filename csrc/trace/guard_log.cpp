@@ -46,6 +46,7 @@ void GuardLog::apply(guards::GuardSet& set) const {
         else set.add_tensor_match_unchecked(e.source, e.object.get(), e.unchecked_sizes, e.unchecked_strides);
         break;
       case Kind::Length: set.add_length_match(e.source, e.length); break;
+      case Kind::Size: set.add_size_match(e.source, e.length); break;
       case Kind::DictKeys: set.add_dict_keys_match(e.source, e.object.get()); break;
       case Kind::None: set.add_none_match(e.source, e.length != 0); break;
       case Kind::SameObject: set.add_same_object(e.other, e.source); break;
@@ -65,6 +66,7 @@ std::vector<std::string> GuardLog::describe() const {
       case Kind::Equals: lines.push_back(name + " EQUALS_MATCH " + py_repr(e.object.get())); break;
       case Kind::Tensor: lines.push_back(name + " TENSOR_MATCH"); break;
       case Kind::Length: lines.push_back(name + " LENGTH_MATCH " + std::to_string(e.length)); break;
+      case Kind::Size: lines.push_back(name + " SIZE_MATCH " + std::to_string(e.length)); break;
       case Kind::DictKeys: lines.push_back(name + " DICT_KEYS_MATCH " + py_repr(e.object.get())); break;
       case Kind::None: lines.push_back(name + (e.length ? " IS_NONE" : " IS_NOT_NONE")); break;
       case Kind::SameObject: lines.push_back(name + " OBJECT_ALIASING " + e.other->repr()); break;

@@ -17,7 +17,7 @@ namespace bytegraph::trace {
 
 class GuardLog {
  public:
-  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None, SameObject, LacksKey, LacksAttr };
+  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, None, SameObject, LacksKey, LacksAttr, Size };
 
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
   // TENSOR_MATCH on `tensor`, leaving the listed (symbolic) sizes and strides to the shape guards.

@@ -487,6 +487,9 @@ class ObjectValue : public Value {
   // A dict subclass instance's own items (made on first use; new objects start empty).
   std::shared_ptr<DictValue> dict_storage(Tracer& tracer);
   bool has_dict_storage() const { return static_cast<bool>(items_); }
+  // The class's Python override of special method `name`, inlined on this object; null when
+  // the class has none.
+  ValuePtr inline_special(Tracer& tracer, const char* name, const Args& args);
 
   // Attributes written during the trace, in first-write order; a null value is a delete.
   std::vector<std::pair<std::string, ValuePtr>> attrs;
@@ -495,7 +498,6 @@ class ObjectValue : public Value {
  private:
   ValuePtr class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name);
   guards::SourcePtr class_attribute_source(const std::string& name) const;
-  ValuePtr inline_special(Tracer& tracer, const char* name, const Args& args);
 
   py::Ref<> type_, real_;
   std::shared_ptr<DictValue> items_;

@@ -91,6 +91,9 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
     py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), tensor->fake()));
     return ConstantValue::make(std::move(length));
   }
+  // A class's own __len__ is traced, so what it reads is guarded where it comes from.
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get()))
+    if (ValuePtr length = object->inline_special(tracer, "__len__", {})) return length;
   if (PyObject* real = value->real_object()) {
     if (PyObject_HasAttrString(real, "__len__")) {
       py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), real));
@@ -100,6 +103,9 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
         if (PyDict_CheckExact(children.get()))
           tracer.guards.add(GuardLog::Kind::DictKeys, guards::attr_source(value->source(), "_modules"),
                             check(PySequence_Tuple(check(PyDict_Keys(children.get())).get())).get());
+      } else if (value->source()) {
+        // Any other object from outside (a deque) can change size before the next call.
+        tracer.guards.add(GuardLog::Kind::Size, value->source(), nullptr, PyLong_AsSsize_t(length.get()));
       }
       return ConstantValue::make(std::move(length));
     }
