@@ -7,6 +7,7 @@ routing torch.compile's entry points in this process to bytegraph, with the same
 |----------------------------------------------------|-----------------------------|
 | torch.compile(...), nn.Module.compile(...)         | bytegraph.compile(...)      |
 | torch._dynamo.optimize(...)                        | bytegraph.optimize(...)     |
+| torch._dynamo.optimize_assert(...)                 | bytegraph.optimize(..., nopython=True) |
 | torch.compiler.reset(), torch._dynamo.reset()      | also bytegraph.reset()      |
 | torch.compiler.disable / torch._dynamo.disable     | bytegraph.disable           |
 | torch.compiler.allow_in_graph, torch._dynamo.allow_in_graph / disallow_in_graph | bytegraph's |
@@ -63,6 +64,19 @@ def torch_optimize(backend="inductor", *, nopython=False, error_on_graph_break=N
                               dynamic=dynamic)
 
 
+def torch_optimize_assert(backend, *, hooks=None, export=False, export_constraints=None, dynamic=None,
+                          package=None, rebuild_ctx=None):
+    """torch._dynamo.optimize_assert's signature (what torch._dynamo.testing's helpers compile
+    through): a graph break is an error."""
+    import bytegraph
+
+    _warn_ignored("torch._dynamo.optimize_assert", dict(export=export, export_constraints=export_constraints,
+                                                        package=package))
+    return bytegraph.optimize(backend, nopython=True, dynamic=dynamic,
+                              guard_export_fn=getattr(hooks, "guard_export_fn", None),
+                              guard_fail_fn=getattr(hooks, "guard_fail_fn", None))
+
+
 def torch_disable(fn=None, recursive=True, *, reason=None, wrapping=True):
     import bytegraph
 
@@ -93,6 +107,7 @@ class Routing:
         replacements = [
             (torch, "compile", torch_compile),
             (torch._dynamo, "optimize", torch_optimize),
+            (torch._dynamo, "optimize_assert", torch_optimize_assert),
             (torch.compiler, "reset", _reset_both(torch.compiler.reset)),
             (torch._dynamo, "reset", _reset_both(torch._dynamo.reset)),
             (torch.compiler, "disable", torch_disable),

@@ -99,6 +99,18 @@ def test_routing_replaces_torch_entry_points_and_restores_them():
             compiled = torch.compile(f, backend="eager", name="ignored-name-is-accepted")
         assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * 3)
         assert bytegraph.compile_times(repr="csv")[1][-1][0].endswith("<locals>.f [0/0]")
+
+        # torch._dynamo.testing's helpers compile through optimize_assert: fullgraph.
+        counter = bytegraph.testing.CompileCounter()
+        assert torch.equal(torch._dynamo.optimize_assert(counter)(lambda x: x + 1)(torch.ones(2)), torch.ones(2) + 1)
+        assert counter.frame_count == 1
+
+        def breaks(x):
+            torch._dynamo.graph_break()
+            return x + 1
+
+        with pytest.raises(bytegraph.exc.GraphBreakError):
+            torch._dynamo.optimize_assert(counter)(breaks)(torch.ones(2))
     finally:
         routing.restore()
         bytegraph.reset()
