@@ -126,18 +126,28 @@ struct GlobalStateDetails {
   };
   std::vector<Entry> values;
 
+  // Entry `i`'s value now, read without building its name: the check runs on every call.
+  // Layout: each autocast device's switch and dtype, the cast cache, then the modes.
+  static py::Ref<> current(const Readers& r, size_t i) {
+    constexpr size_t kDeviceEntries = 2 * kAutocastDevices.size();
+    if (i < kDeviceEntries) {
+      PyObject* device = r.device_names[i / 2].get();
+      return i % 2 == 0 ? r.is_autocast_enabled(device) : r.get_autocast_dtype(device);
+    }
+    if (i == kDeviceEntries) return r.is_autocast_cache_enabled();
+    py::Ref<> index = check(PyLong_FromSsize_t(static_cast<Py_ssize_t>(i - kDeviceEntries - 1)));
+    return r.mode_at(index.get());
+  }
+
   static GlobalStateDetails read(const Readers& r, Py_ssize_t modes) {
     GlobalStateDetails d;
-    for (size_t i = 0; i < kAutocastDevices.size(); ++i) {
-      std::string device = kAutocastDevices[i];
-      d.values.push_back({"torch.is_autocast_enabled('" + device + "')", r.is_autocast_enabled(r.device_names[i].get()), true});
-      d.values.push_back({"torch.get_autocast_dtype('" + device + "')", r.get_autocast_dtype(r.device_names[i].get()), true});
+    for (const char* device : kAutocastDevices) {
+      d.values.push_back({std::string("torch.is_autocast_enabled('") + device + "')", nullptr, true});
+      d.values.push_back({std::string("torch.get_autocast_dtype('") + device + "')", nullptr, true});
     }
-    d.values.push_back({"torch.is_autocast_cache_enabled()", r.is_autocast_cache_enabled(), true});
-    for (Py_ssize_t i = 0; i < modes; ++i) {
-      py::Ref<> index = check(PyLong_FromSsize_t(i));
-      d.values.push_back({"torch function mode " + std::to_string(i), r.mode_at(index.get()), false});
-    }
+    d.values.push_back({"torch.is_autocast_cache_enabled()", nullptr, true});
+    for (Py_ssize_t i = 0; i < modes; ++i) d.values.push_back({"torch function mode " + std::to_string(i), nullptr, false});
+    for (size_t i = 0; i < d.values.size(); ++i) d.values[i].value = current(r, i);
     return d;
   }
 };
@@ -184,13 +194,13 @@ class GlobalStateMatch final : public LeafGuard {
                ", called with " + text_of(now.get());
     }
     if (!snapshot_.compare_details) return "";
-    GlobalStateDetails now = GlobalStateDetails::read(r, PyLong_AsSsize_t(snapshot_.components[kTorchFunctionModes].get()));
+    // The mode count matched above, so the snapshot's entries are the ones to read now.
     const auto& then = details(snapshot_).values;
-    for (size_t i = 0; i < then.size() && i < now.values.size(); ++i) {
+    for (size_t i = 0; i < then.size(); ++i) {
       if (then[i].autocast && !snapshot_.autocast_details) continue;
-      if (!same_value(now.values[i].value.get(), then[i].value.get()))
-        return then[i].name + ": traced with " + text_of(then[i].value.get()) + ", called with " +
-               text_of(now.values[i].value.get());
+      py::Ref<> now = GlobalStateDetails::current(r, i);
+      if (!same_value(now.get(), then[i].value.get()))
+        return then[i].name + ": traced with " + text_of(then[i].value.get()) + ", called with " + text_of(now.get());
     }
     return "";
   }
@@ -215,8 +225,6 @@ void GlobalStateSnapshot::compare_autocast_settings() {
   autocast_details = true;
   compare_details = true;
 }
-
-bool GlobalStateSnapshot::grad_enabled() const { return components[kGradMode].get() == Py_True; }
 
 LeafPtr make_global_state_match(GlobalStateSnapshot snapshot) {
   return std::make_shared<GlobalStateMatch>(std::move(snapshot));

@@ -72,7 +72,6 @@ struct GlobalStateSnapshot {
   // Each device's autocast switch and dtype are compared even while autocast is off: the
   // trace folded a query of them.
   void compare_autocast_settings();
-  bool grad_enabled() const;
 };
 LeafPtr make_global_state_match(GlobalStateSnapshot snapshot);
 bool grad_mode_enabled_now();

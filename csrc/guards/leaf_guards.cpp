@@ -241,11 +241,7 @@ class LacksAttr final : public LeafGuard {
  public:
   explicit LacksAttr(PyObject* name) : name_(py::Ref<>::newref(name)) {}
   bool check(PyObject* value) const override {
-    PyObject* found = PyObject_GetAttr(value, name_.get());
-    if (found != nullptr) {
-      Py_DECREF(found);
-      return false;
-    }
+    if (py::Ref<> found = py::Ref<>::steal(PyObject_GetAttr(value, name_.get()))) return false;
     if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw_python_error();
     PyErr_Clear();
     return true;

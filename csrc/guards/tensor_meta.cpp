@@ -67,10 +67,9 @@ PyObject* call_method_descriptor(PyObject* descriptor, PyObject* self) {
 int TensorMeta::dispatch_flags(PyObject* tensor) const {
   int flags = 0;
   for (int i = 0; i < 3; ++i) {
-    PyObject* answer = call_method_descriptor(flag_methods_[i].get(), tensor);
-    if (answer == nullptr) return -1;
-    if (answer == Py_True) flags |= 1 << i;
-    Py_DECREF(answer);
+    py::Ref<> answer = py::Ref<>::steal(call_method_descriptor(flag_methods_[i].get(), tensor));
+    if (!answer) return -1;
+    if (answer.get() == Py_True) flags |= 1 << i;
   }
   return flags;
 }

@@ -133,6 +133,9 @@ class Tracer {
   void pin_identity(const ValuePtr& value);
   // The real tensor behind a tensor read from outside the frame (an input or a module's), or null.
   PyObject* real_tensor(const ValuePtr& value) const;
+  // A module's tensor that the graph holds (a get_attr node, a leaf module's parameter):
+  // guarded by identity and metadata at `source`.
+  void pin_module_tensor(PyObject* real, const guards::SourcePtr& source);
   // Guards which callable `real` is, at `source` (see wrap.cpp).
   void pin_callable(PyObject* real, const guards::SourcePtr& source);
   // The value already made for a mutable object from outside the trace (one value per object),

@@ -429,6 +429,9 @@ class ModuleValue : public Value {
   std::vector<std::pair<std::string, ValuePtr>> attrs;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   std::optional<Args> unpack(Tracer& tracer) override;  // ModuleList / Sequential children
+  // Valid while the children stay these, in this order (a module appended, inserted or
+  // removed changes what is iterated, indexed and measured).
+  void guard_children(Tracer& tracer);
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   PyObject* real_object() const override { return module_.get(); }
   bool truthy(Tracer&) const override { return true; }

@@ -132,11 +132,7 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));
   if (problem.get() != Py_None)
     unsupported("unfakeable_tensor", "reading " + source->repr() + " raises " + py_str(problem.get()));
-  // The graph holds this very tensor: a module whose attribute is given another tensor (a
-  // parameter replaced, load_state_dict(assign=True)) must not keep running with the old one,
-  // nor one whose tensor changed dtype or device in place (module.to(), .data = ...).
-  guards.add(GuardLog::Kind::Id, source, real);
-  guards.add_tensor(source, real, {}, {});
+  pin_module_tensor(real, source);
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
   py::Ref<> fake = py::Ref<>::steal(PyObject_CallOneArg(fake_input_.get(), real));
   if (!fake) fake_failed(source->repr());
@@ -171,6 +167,14 @@ void Tracer::will_mutate(const ValuePtr& value) {
   if (auto* object = dynamic_cast<ObjectValue*>(value.get())) made_here = object->is_new();
   if (dynamic_cast<ModuleValue*>(value.get())) made_here = false;
   if (!made_here) unsupported("side_effect", "changing " + value->repr() + ", which the trace has no name for");
+}
+
+void Tracer::pin_module_tensor(PyObject* real, const SourcePtr& source) {
+  // The graph holds this very tensor: a module whose attribute is given another tensor (a
+  // parameter replaced, load_state_dict(assign=True)) must not keep running with the old one,
+  // nor one whose tensor changed dtype or device in place (module.to(), .data = ...).
+  guards.add(GuardLog::Kind::Id, source, real);
+  guards.add_tensor(source, real, {}, {});
 }
 
 PyObject* Tracer::real_tensor(const ValuePtr& value) const {

@@ -98,11 +98,8 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
     if (PyObject_HasAttrString(real, "__len__")) {
       py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), real));
       // A module container (ModuleList, Sequential, ModuleDict) can grow before the next call.
-      if (dynamic_cast<ModuleValue*>(value.get()) && value->source()) {
-        py::Ref<> children = check(PyObject_GetAttrString(real, "_modules"));
-        if (PyDict_CheckExact(children.get()))
-          tracer.guards.add(GuardLog::Kind::DictKeys, guards::attr_source(value->source(), "_modules"),
-                            check(PySequence_Tuple(check(PyDict_Keys(children.get())).get())).get());
+      if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
+        module->guard_children(tracer);
       } else if (value->source()) {
         // Any other object from outside (a deque) can change size before the next call.
         tracer.guards.add(GuardLog::Kind::Size, value->source(), nullptr, PyLong_AsSsize_t(length.get()));

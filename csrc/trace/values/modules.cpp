@@ -191,18 +191,22 @@ void ModuleValue::guard_leaf_tensors(Tracer& tracer) {
         if (dot == std::string::npos) break;
         start = dot + 1;
       }
-      tracer.guards.add(GuardLog::Kind::Id, at, tensor);
-      tracer.guards.add_tensor(at, tensor, {}, {});
+      tracer.pin_module_tensor(tensor, at);
     }
   }
 }
 
-std::optional<Args> ModuleValue::unpack(Tracer& tracer) {
+void ModuleValue::guard_children(Tracer& tracer) {
+  if (!source()) return;
   py::Ref<> modules = check(PyObject_GetAttrString(module_.get(), "_modules"));
-  // The children in order: a module appended, inserted or removed changes what is iterated.
-  if (source() && PyDict_CheckExact(modules.get()))
+  if (PyDict_CheckExact(modules.get()))
     tracer.guards.add(GuardLog::Kind::DictKeys, guards::attr_source(source(), "_modules"),
                       check(PySequence_Tuple(check(PyDict_Keys(modules.get())).get())).get());
+}
+
+std::optional<Args> ModuleValue::unpack(Tracer& tracer) {
+  py::Ref<> modules = check(PyObject_GetAttrString(module_.get(), "_modules"));
+  guard_children(tracer);
   const char* type_name = Py_TYPE(module_.get())->tp_name;
   std::string type(type_name);
   if (type.find("ModuleDict") != std::string::npos) {
