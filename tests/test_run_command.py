@@ -54,7 +54,9 @@ def test_the_tour_runs_unchanged_on_bytegraph(tmp_path):
     assert frames["foo"] == 1 and frames["bar"] == 1  # torch.compile(foo), torch._dynamo.optimize(...)(bar)
     assert frames["opt_foo2"] == 1
     assert frames["MLP.forward"] >= 3  # the module, module.compile() and the training model
-    assert any(name.startswith("GPT2") for name in frames)
+    # gpt2.forward is transformers' decorator wrapper around GPT2LMHeadModel.forward: captured
+    # whole, it is the one frame compiled (a break would compile GPT2 frames too).
+    assert any(name.startswith("GPT2") or name.endswith("<locals>.wrapper") for name in frames)
     assert "log_value" not in frames  # torch.compiler.disable kept it out
 
 

@@ -67,6 +67,8 @@ constexpr std::array kBreakKinds = {
                                "reading .grad of an intermediate); call it outside the compiled function"},
     BreakKind{"unbound_local", "a variable is read before it is assigned (UnboundLocalError); it runs eagerly so "
                                "the error is raised as Python raises it"},
+    BreakKind{"uncaught_exception", "the exception is not caught inside the compiled code: the instruction it "
+                                    "leaves the frame from runs eagerly, so it is raised as Python raises it"},
     BreakKind{"unfakeable_tensor", "this tensor cannot be copied as a fake tensor (its autograd metadata raises "
                                    "when read, or changes in the copy: a view whose base was written in place with a "
                                    "value that requires grad); the frame runs eagerly for this call; pass a .clone() "

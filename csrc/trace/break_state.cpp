@@ -34,6 +34,12 @@ codegen::OutputPlan plan_or_explain(PlanWriter& writer, const ValuePtr& value, c
 
 BreakState describe_break_state(Tracer& tracer, const FrameState& frame, std::vector<int>& outputs) {
   BreakState state;
+  if (frame.handlers_open > 0) {
+    // Generated code resumes in the original's code, never inside an except or finally block
+    // (the exception it handles is gone): the frame runs eagerly.
+    state.not_restorable = "a break inside an except or finally block";
+    return state;
+  }
   if (frame.kw_names) state.kw_names = frame.kw_names.copy();
   py::Ref<> enabled = check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get()));
   state.grad_enabled = enabled.get() == Py_True;

@@ -1,6 +1,7 @@
 // Building and unpacking tuples, lists, dicts, slices and strings.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/values/exceptions.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
 #include "trace/symbolic.h"
@@ -125,6 +126,10 @@ void call_intrinsic_1(Tracer& tracer, FrameState& frame, const Instruction& inst
     frame.push(apply_operator(tracer, operator_function("pos"), {value}));
     return;
   }
+  if (intrinsic == "INTRINSIC_STOPITERATION_ERROR") {
+    frame.push(stop_iteration_error(frame.pop()));
+    return;
+  }
   unsupported("unsupported_opcode", "CALL_INTRINSIC_1 " + intrinsic + " is not supported");
 }
 
@@ -150,7 +155,7 @@ void unpack_sequence(Tracer& tracer, FrameState& frame, const Instruction& inst)
   auto items = sequence->unpack(tracer);
   if (!items) unsupported("unsupported_iteration", "unpacking " + sequence->repr());
   if (items->size() != static_cast<size_t>(inst.arg))
-    unsupported("value_error", "unpacking " + std::to_string(items->size()) + " values into " + std::to_string(inst.arg));
+    raise_error("value_error", PyExc_ValueError, items->size() > static_cast<size_t>(inst.arg) ? "too many values to unpack (expected " + std::to_string(inst.arg) + ")" : "not enough values to unpack (expected " + std::to_string(inst.arg) + ", got " + std::to_string(items->size()) + ")");
   for (auto it = items->rbegin(); it != items->rend(); ++it) frame.push(*it);
 }
 
@@ -159,7 +164,7 @@ void unpack_ex(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   auto items = sequence->unpack(tracer);
   if (!items) unsupported("unsupported_iteration", "unpacking " + sequence->repr());
   size_t before = inst.arg & 0xFF, after = inst.arg >> 8;
-  if (items->size() < before + after) unsupported("value_error", "not enough values to unpack");
+  if (items->size() < before + after) raise_error("value_error", PyExc_ValueError, "not enough values to unpack (expected at least " + std::to_string(before + after) + ", got " + std::to_string(items->size()) + ")");
   for (size_t i = 0; i < after; ++i) frame.push((*items)[items->size() - 1 - i]);
   Args middle(items->begin() + static_cast<long>(before), items->end() - static_cast<long>(after));
   frame.push(std::make_shared<SequenceValue>(true, std::move(middle)));

@@ -7,6 +7,7 @@
 #include "trace/operators.h"
 #include "trace/symbolic.h"
 #include "trace/values/instance_dict.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -164,7 +165,7 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
       unsupported("unsupported_subscript", "assigning " + container->repr() + "[" + key->repr() + "]");
     long index = PyLong_AsLong(key->constant());
     if (index < 0) index += static_cast<long>(seq->items.size());
-    if (index < 0 || index >= static_cast<long>(seq->items.size())) unsupported("index_error", "list assignment index out of range");
+    if (index < 0 || index >= static_cast<long>(seq->items.size())) raise_error("index_error", PyExc_IndexError, "list assignment index out of range");
     tracer.will_mutate(container);
     seq->items[index] = value;
     return;

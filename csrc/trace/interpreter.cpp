@@ -4,9 +4,11 @@
 #include "trace/interpreter.h"
 
 #include <cstring>
+#include <optional>
 
 #include "bytecode/opcodes.h"
 #include "record/trace_events.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -30,6 +32,7 @@ const HandlerTable& handlers() {
     register_control_handlers(t);
     register_call_handlers(t);
     register_import_handlers(t);
+    register_exception_handlers(t);
     return t;
   }();
   return table;
@@ -50,11 +53,16 @@ struct Checkpoint {
   size_t graph_length;
   size_t guard_count;
   SideEffects::Mark side_effects;
+  ValuePtr handled_exception;
+  int handlers_open;
+  size_t outside_context_count;
+  size_t grad_mode_switches;
 };
 
 Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
   return Checkpoint{frame.stack, frame.locals, frame.kw_names.copy(), frame.pc, tracer.graph.size(),
-                    tracer.guards.size(), tracer.side_effects.mark()};
+                    tracer.guards.size(), tracer.side_effects.mark(), tracer.handled_exception,
+                    frame.handlers_open, tracer.exceptions_with_outside_context.size(), tracer.grad_modes_before.size()};
 }
 
 void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
@@ -68,6 +76,31 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
   tracer.truncate(checkpoint.graph_length);
   tracer.guards.truncate(checkpoint.guard_count);
   tracer.side_effects.rollback(checkpoint.side_effects);
+  tracer.handled_exception = std::move(checkpoint.handled_exception);
+  frame.handlers_open = checkpoint.handlers_open;
+  tracer.exceptions_with_outside_context.resize(checkpoint.outside_context_count);
+  if (tracer.grad_modes_before.size() > checkpoint.grad_mode_switches) {
+    const bool mode = tracer.grad_modes_before[checkpoint.grad_mode_switches];
+    check(PyObject_CallOneArg(tracer.bridge.set_grad_enabled.get(), mode ? Py_True : Py_False));
+    tracer.grad_modes_before.resize(checkpoint.grad_mode_switches);
+  }
+}
+
+// Unwinds `frame` to the handler covering `inst`, as CPython does with the exception table:
+// the stack cut to the handler's depth, the raising instruction pushed where the handler asks
+// for it (only tracebacks read it), then the exception. False when no handler of this frame
+// covers the instruction: the exception leaves the frame.
+bool enter_handler(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst, Raised& raised) {
+  chain_context(tracer, raised);
+  const auto& entry = inst.exception_entry;
+  if (!entry || entry->target == nullptr) return false;
+  if (frame.stack.size() < static_cast<size_t>(entry->depth)) throw InternalError("an exception handler deeper than the stack");
+  frame.stack.resize(static_cast<size_t>(entry->depth));
+  if (entry->lasti) frame.push(ConstantValue::make(check(PyLong_FromLong(inst.offset / 2))));
+  frame.push(raised.exception());
+  frame.jump_to(entry->target);
+  tracer.pending_user_stack.clear();  // caught: no break
+  return true;
 }
 
 std::string frame_location(const FrameState& frame) {
@@ -103,7 +136,7 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
       // the real call would raise there too, so stop before this instruction. An interrupt
       // (KeyboardInterrupt) is no property of the code: it reaches the caller.
       if (error.is_interrupt()) throw;
-      unsupported("python_error", error.what());
+      raise_python_error(tracer, error);
     } catch (const InternalError& error) {
       // A tracer bug: name the user's line it happened on (once, at the innermost frame).
       if (std::strstr(error.what(), kInternalErrorMark) != nullptr) throw;
@@ -112,8 +145,10 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
   } catch (const Unsupported& error) {
     if (tracer.pending_user_stack.empty())
       for (const FrameState* f : tracer.frames) tracer.pending_user_stack.push_back(frame_location(*f));
-    // The outermost frame records its break once rolled back (run_frame).
-    if (tracer.events && !frame.outermost) tracer.events->break_step(frame, inst, error.kind(), error.what());
+    // The outermost frame records its break once rolled back (run_frame); a raised exception
+    // is a break only if nothing catches it.
+    if (tracer.events && !frame.outermost && dynamic_cast<const Raised*>(&error) == nullptr)
+      tracer.events->break_step(frame, inst, error.kind(), error.what());
     throw;
   }
   if (tracer.events) tracer.events->step(frame, inst);
@@ -131,31 +166,61 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
   FramePush push(tracer, &frame);
   record::FrameScope recorded(tracer.events.get(), frame);
   const auto& instructions = frame.code->instructions;
+  // Outermost frames: while a handler runs, the instruction whose exception it handles and the
+  // state before it. A break inside the handler rolls back there (generated code does not
+  // resume inside a handler): that instruction runs for real, raises, and the handler with it.
+  std::optional<Checkpoint> raised_at;
+  const bytecode::Instruction* raising = nullptr;
+  std::vector<std::string> raised_stack;  // where it was raised, for the break's message
+  // The handler left by a POP_EXCEPT: done, unless a RERAISE follows (a cleanup's re-raise).
+  bool left_handler = false;
   while (!frame.result && !frame.yielded) {
     if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
     const bytecode::Instruction& inst = *instructions[frame.pc];
     frame.current = &inst;
     if (!frame.outermost) {
       ++frame.pc;
-      step(tracer, frame, inst);
+      try {
+        step(tracer, frame, inst);
+      } catch (Raised& raised) {
+        if (!enter_handler(tracer, frame, inst, raised)) throw;
+      }
       continue;
     }
-    tracer.journal.clear();  // the previous instruction completed: nothing to undo
+    if (left_handler && inst.opcode != bytecode::op::RERAISE) raised_at.reset();
+    left_handler = false;
+    // The previous instruction completed: nothing to undo (but a handler's whole run).
+    if (!raised_at) tracer.journal.clear();
     Checkpoint checkpoint = take_checkpoint(tracer, frame);
     ++frame.pc;
     try {
-      step(tracer, frame, inst);
+      try {
+        step(tracer, frame, inst);
+      } catch (Raised& raised) {
+        std::vector<std::string> user_stack = tracer.pending_user_stack;
+        if (!enter_handler(tracer, frame, inst, raised)) throw;
+        if (!raised_at) {
+          raised_at = std::move(checkpoint);
+          raising = &inst;
+          raised_stack = std::move(user_stack);
+        }
+      }
+      left_handler = raised_at && inst.opcode == bytecode::op::POP_EXCEPT && frame.handlers_open == 0;
     } catch (const Unsupported& error) {
-      restore(tracer, frame, checkpoint);
-      if (tracer.events) tracer.events->break_step(frame, inst, error.kind(), error.what());
+      const bytecode::Instruction& at = raised_at ? *raising : inst;
+      std::string message = error.what();
+      if (raised_at) message += ", in the handler of an exception raised at offset " + std::to_string(at.offset);
+      restore(tracer, frame, raised_at ? *raised_at : checkpoint);
+      frame.current = &at;
+      if (tracer.events) tracer.events->break_step(frame, at, error.kind(), message);
       if (break_info == nullptr) throw;
       break_info->kind = error.kind();
-      break_info->offset = inst.offset;
-      break_info->opname = opcode_name(inst.opcode);
-      break_info->user_stack = std::move(tracer.pending_user_stack);
+      break_info->offset = at.offset;
+      break_info->opname = opcode_name(at.opcode);
+      break_info->user_stack = std::move(raised_at ? raised_stack : tracer.pending_user_stack);
       tracer.pending_user_stack.clear();
       std::string where = break_info->user_stack.empty() ? frame_location(frame) : break_info->user_stack.back();
-      break_info->message = std::string(error.what()) + " (at " + where + ")";
+      break_info->message = message + " (at " + where + ")";
       for (const auto& value : frame.stack) break_info->stack.push_back(value->repr());
       for (size_t i = 0; i < frame.locals.size(); ++i)
         if (frame.locals[i]) break_info->locals.emplace_back(frame.code->localsplus_names[i], frame.locals[i]->repr());

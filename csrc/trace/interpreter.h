@@ -39,5 +39,6 @@ void register_container_handlers(HandlerTable& table);
 void register_control_handlers(HandlerTable& table);
 void register_call_handlers(HandlerTable& table);
 void register_import_handlers(HandlerTable& table);
+void register_exception_handlers(HandlerTable& table);
 
 }  // namespace bytegraph::trace

@@ -60,6 +60,8 @@ struct FrameState {
   // with the yielded value here, and the frame resumes from the next instruction.
   bool generator = false;
   ValuePtr yielded;
+  // Except and finally blocks being run (PUSH_EXC_INFO entered them, POP_EXCEPT not yet left).
+  int handlers_open = 0;
 
   ValuePtr pop();
   ValuePtr& top(size_t depth = 0);
@@ -108,6 +110,14 @@ class Tracer {
   bool may_split = false;
   // A folded query read autocast settings (the global-state guard then compares them always).
   bool read_autocast_settings = false;
+  // The exception being handled (what sys.exception() returns), as the trace's except blocks
+  // set it; null where it is whatever it is outside the trace.
+  ValuePtr handled_exception;
+  // Exceptions raised where that was unknown: their __context__ is the caller's.
+  Args exceptions_with_outside_context;
+  // The grad mode before each torch._C._set_grad_enabled the trace recorded (which switched the
+  // mode the fakes run under): a rollback puts the mode back.
+  std::vector<bool> grad_modes_before;
 
   // Run when the trace ends: values that can reach themselves (a generator whose frame holds
   // it) drop what they hold, so the reference cycles are broken.

@@ -8,6 +8,7 @@
 #include "trace/values/iterators.h"
 #include "trace/values/list_methods.h"
 #include "trace/values/sets.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -44,7 +45,7 @@ ValuePtr any_or_all(Tracer& tracer, const ValuePtr& iterable, bool any) {
 ValuePtr extremum(Tracer& tracer, const Args& items, const ValuePtr& key, const ValuePtr& fallback, bool smallest) {
   if (items.empty()) {
     if (fallback) return fallback;
-    unsupported("value_error", std::string(smallest ? "min" : "max") + "() of an empty sequence");
+    raise_error("value_error", PyExc_ValueError, std::string(smallest ? "min" : "max") + "() iterable argument is empty");
   }
   std::vector<py::Ref<>> keys;
   for (const auto& item : items) {

@@ -8,6 +8,7 @@
 
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
+#include "trace/values/exceptions.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
 #include "trace/symbolic.h"
@@ -136,8 +137,12 @@ ValuePtr attribute_or_null(Tracer& tracer, const ValuePtr& owner, const std::str
   if (dynamic_cast<ObjectValue*>(owner.get()) || dynamic_cast<ModuleValue*>(owner.get())) {
     try {
       return owner->get_attr(tracer, name);
-    } catch (const Unsupported& error) {
-      if (std::string(error.kind()) == "attribute_error") return nullptr;
+    } catch (const Raised& raised) {
+      // getattr(obj, name, default) swallows AttributeError wherever it came from (a property,
+      // __getattr__), as Python does.
+      PyObject* type = raised.exception()->python_type();
+      if (type != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(PyExc_AttributeError)))
+        return nullptr;
       throw;
     }
   }
@@ -363,6 +368,7 @@ ValuePtr call_on_object(Tracer& tracer, PyObject* function, const Args& args, co
 
 ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* function = function_.get();
+  if (is_exception_class(function)) return make_exception(tracer, function, args, kwargs);
   if (ValuePtr result = call_on_object(tracer, function, args, kwargs)) return result;
   if (function == builtin("setattr") && args.size() == 3 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
     args[0]->set_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()), args[2]);

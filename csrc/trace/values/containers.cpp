@@ -6,6 +6,7 @@
 #include "trace/tracer.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/list_methods.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -21,7 +22,7 @@ long normalise_index(PyObject* key, size_t size, const std::string& what) {
   long index = PyLong_AsLong(key);
   if (index == -1 && PyErr_Occurred()) throw_python_error();
   if (index < 0) index += static_cast<long>(size);
-  if (index < 0 || index >= static_cast<long>(size)) unsupported("index_error", what + " index out of range");
+  if (index < 0 || index >= static_cast<long>(size)) raise_error("index_error", PyExc_IndexError, what + " index out of range");
   return index;
 }
 
@@ -66,7 +67,7 @@ class ContainerMethodValue : public Value {
       return ConstantValue::none();
     }
     if (name_ == "pop" && args.size() <= 1) {
-      if (seq.items.empty()) unsupported("index_error", "pop from an empty list");
+      if (seq.items.empty()) raise_error("index_error", PyExc_IndexError, "pop from empty list");
       tracer.will_mutate(self_);
       long index = args.empty() ? static_cast<long>(seq.items.size()) - 1
                                 : normalise_index(args[0]->constant(), seq.items.size(), "pop");
@@ -82,7 +83,7 @@ class ContainerMethodValue : public Value {
           ++count;
         }
       }
-      if (name_ == "index" && first < 0) unsupported("value_error", "index(): value not in list");
+      if (name_ == "index" && first < 0) raise_error("value_error", PyExc_ValueError, "list.index(x): x not in list");
       return ConstantValue::make(check(PyLong_FromLong(name_ == "index" ? first : count)));
     }
     unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
@@ -222,7 +223,7 @@ ValuePtr DictValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
   ValuePtr key = concrete_key(tracer, symbolic_key, "a dict key must be a concrete value");
   if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
   int index = find(key->constant());
-  if (index < 0) unsupported("key_error", "KeyError: " + py_repr(key->constant()));
+  if (index < 0) raise_error("key_error", PyExc_KeyError, key);
   return values[index];
 }
 

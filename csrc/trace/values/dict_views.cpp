@@ -3,6 +3,7 @@
 
 #include "trace/operators.h"
 #include "trace/values/generators.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -124,7 +125,7 @@ ValuePtr call_dict_method(Tracer& tracer, const std::shared_ptr<DictValue>& self
       return ConstantValue::none();
     }
     if (name == "popitem") {
-      if (dict.keys.empty()) unsupported("key_error", "KeyError: popitem(): dictionary is empty");
+      if (dict.keys.empty()) raise_error("key_error", PyExc_KeyError, "popitem(): dictionary is empty");
       tracer.will_mutate(self);
       int last = static_cast<int>(dict.keys.size()) - 1;
       auto pair = std::make_shared<SequenceValue>(false, Args{key_value(dict.keys[last].get()), dict.values[last]});
@@ -155,7 +156,7 @@ ValuePtr call_dict_method(Tracer& tracer, const std::shared_ptr<DictValue>& self
     }
     if (index < 0) {
       if (args.size() == 2) return args[1];
-      unsupported("key_error", "KeyError: " + py_repr(args[0]->constant()));
+      raise_error("key_error", PyExc_KeyError, args[0]);
     }
     tracer.will_mutate(self);
     ValuePtr value = dict.values[index];

@@ -1,5 +1,6 @@
 // os.environ reads: see values/environ.h.
 #include "trace/values/environ.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -54,7 +55,7 @@ ValuePtr EnvironValue::read(Tracer& tracer, const ValuePtr& key) {
 
 ValuePtr EnvironValue::get_item(Tracer& tracer, const ValuePtr& key) {
   if (ValuePtr value = read(tracer, key)) return value;
-  unsupported("key_error", "KeyError: " + key->repr());
+  raise_error("key_error", PyExc_KeyError, key);
 }
 
 ValuePtr EnvironValue::get_attr(Tracer&, const std::string& name) {

@@ -2,6 +2,7 @@
 #include "trace/values/generators.h"
 
 #include "trace/interpreter.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -41,7 +42,15 @@ ValuePtr GeneratorValue::next_item(Tracer& tracer) {
     bool& flag;
     ~Running() { flag = false; }
   } running{running_};
-  run_frame(tracer, frame_, nullptr);
+  try {
+    run_frame(tracer, frame_, nullptr);
+  } catch (const Raised&) {
+    // An exception leaving the generator's frame finishes it (the journal restores it on a
+    // rollback).
+    finished_ = true;
+    frame_.stack.clear();
+    throw;
+  }
   if (frame_.yielded) {
     ValuePtr item = std::move(frame_.yielded);
     frame_.yielded = nullptr;

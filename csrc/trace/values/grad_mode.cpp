@@ -13,6 +13,8 @@ bool real_grad_enabled(const Bridge& bridge) {
 // Records torch._C._set_grad_enabled(enabled); running it on fakes switches the real mode,
 // so the ops recorded after it see the same mode they will run under.
 void record_set_grad_enabled(Tracer& tracer, bool enabled) {
+  py::Ref<> before = check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get()));
+  tracer.grad_modes_before.push_back(before.get() == Py_True);
   ValuePtr flag = ConstantValue::make(py::Ref<>::newref(enabled ? Py_True : Py_False));
   tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
 }
@@ -35,10 +37,9 @@ ValuePtr GradModeValue::enter(Tracer& tracer) {
   return std::make_shared<GradModeExitValue>(previous);
 }
 
-ValuePtr GradModeExitValue::call(Tracer& tracer, const Args& args, const KwArgs&) {
-  // __exit__(None, None, None): the normal exit (exceptional exits are not traced).
-  for (const auto& arg : args)
-    if (!arg->is_constant() || arg->constant() != Py_None) unsupported("unsupported_context", "exceptional __exit__");
+ValuePtr GradModeExitValue::call(Tracer& tracer, const Args&, const KwArgs&) {
+  // __exit__(None, None, None), or with the exception leaving the block: the mode is restored
+  // either way, and an exception is never suppressed.
   record_set_grad_enabled(tracer, previous_);
   return ConstantValue::make(py::Ref<>::newref(Py_False));
 }

@@ -1,5 +1,6 @@
 // The instance dict of an object made in the trace: see values/instance_dict.h.
 #include "trace/values/instance_dict.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -67,7 +68,7 @@ std::optional<Args> InstanceDictValue::unpack(Tracer&) {
 
 ValuePtr InstanceDictValue::get_item(Tracer&, const ValuePtr& key) {
   if (ValuePtr value = find(key_of(key))) return value;
-  unsupported("key_error", "KeyError: " + key->repr());
+  raise_error("key_error", PyExc_KeyError, key);
 }
 
 ValuePtr InstanceDictValue::get_attr(Tracer&, const std::string& name) {
@@ -108,7 +109,7 @@ ValuePtr InstanceDictValue::call_method(Tracer& tracer, const std::string& name,
     ValuePtr value = find(key);
     if (!value) {
       if (name == "pop" && n == 2) return args[1];
-      unsupported("key_error", "KeyError: " + args[0]->repr());
+      raise_error("key_error", PyExc_KeyError, args[0]);
     }
     store(tracer, key, nullptr);
     return name == "pop" ? value : ConstantValue::none();

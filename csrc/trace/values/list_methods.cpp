@@ -2,6 +2,7 @@
 #include "trace/values/list_methods.h"
 
 #include "trace/operators.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -78,7 +79,7 @@ ValuePtr call_list_method(Tracer& tracer, const std::shared_ptr<SequenceValue>& 
         return ConstantValue::none();
       }
     }
-    unsupported("value_error", "list.remove(x): x not in list");
+    raise_error("value_error", PyExc_ValueError, "list.remove(x): x not in list");
   }
   return nullptr;
 }

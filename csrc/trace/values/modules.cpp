@@ -1,6 +1,7 @@
 // nn.Module instances and Python modules.
 #include "graph/graph.h"
 #include "trace/tracer.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -63,7 +64,7 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
       // Absent now; valid while no attribute of that name is set on the module or its class.
       tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
       tracer.guards.add(GuardLog::Kind::LacksAttr, guards::class_source((PyObject*)Py_TYPE(module_.get())), key.get());
-      unsupported("attribute_error", error.what());
+      raise_python_error(tracer, error, "attribute_error");
     }
     unsupported("unsupported_attribute", error.what());
   }
@@ -246,7 +247,7 @@ class ModuleSliceValue : public Value {
     if (!key->is_constant() || !PyLong_Check(key->constant())) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
     long index = PyLong_AsLong(key->constant());
     if (index < 0) index += static_cast<long>(children_.size());
-    if (index < 0 || index >= static_cast<long>(children_.size())) unsupported("index_error", "index out of range in " + repr());
+    if (index < 0 || index >= static_cast<long>(children_.size())) raise_error("index_error", PyExc_IndexError, "index " + std::to_string(index) + " is out of range");
     return children_[index];
   }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {

@@ -5,6 +5,7 @@
 #include "python/type_dict.h"
 
 #include "trace/tracer.h"
+#include "trace/values/exceptions.h"
 #include "trace/values/instance_dict.h"
 
 namespace bytegraph::trace {
@@ -95,14 +96,15 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
     }
     if (is_new() && name == "__dict__")
       return std::make_shared<InstanceDictValue>(std::static_pointer_cast<ObjectValue>(shared_from_this()));
+    if (is_new() && is_exception_slot(type_.get(), name)) return exception_slot(tracer, *this, name);
     if (is_new()) unsupported("unsupported_attribute", repr() + "." + name + " is a slot of an object made in the trace");
     // A slot the trace wrote (or deleted) reads as written: the real object changes only
     // when the writes are replayed after the graph.
     for (const auto& [attr, value] : attrs) {
       if (attr != name) continue;
       if (value) return value;
-      unsupported("attribute_error", "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
-                                         "' object has no attribute '" + name + "' (deleted in the trace)");
+      raise_error("attribute_error", PyExc_AttributeError, "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
+                                                               "' object has no attribute '" + name + "'");
     }
     py::Ref<> real = check(PyObject_GetAttrString(real_.get(), name.c_str()));
     return tracer.wrap(real.get(), source() ? guards::attr_source(source(), name) : nullptr);
@@ -129,8 +131,8 @@ missing:
   if (!is_new() || source()) tracer.guards.add(GuardLog::Kind::LacksAttr, guards::class_source(type_.get()), unicode(name).get());
   if (PyObject* getattr_hook = python_override(type_.get(), "__getattr__"))
     return inline_function(tracer, type_.get(), "__getattr__", getattr_hook, {shared_from_this(), ConstantValue::make(unicode(name))});
-  unsupported("attribute_error", "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
-                                     "' object has no attribute '" + name + "'");
+  raise_error("attribute_error", PyExc_AttributeError, "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
+                                                           "' object has no attribute '" + name + "'");
 }
 
 void ObjectValue::set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
@@ -150,7 +152,7 @@ void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, cons
       tracer.wrap_user_function(setter.get(), guards::attr_source(class_attribute_source(name), "fset"))->call(tracer, {shared_from_this(), value}, {});
       return;
     }
-    if (is_new()) unsupported("side_effect", "setting slot '" + name + "' of " + repr());
+    if (is_new() && !is_exception_slot(type_.get(), name)) unsupported("side_effect", "setting slot '" + name + "' of " + repr());
     // A C slot of an object from outside: written back like an attribute (object.__setattr__
     // goes through the descriptor).
   }
@@ -286,6 +288,17 @@ ValuePtr ObjectSlotValue::call(Tracer& tracer, const Args& args, const KwArgs& k
     self_->generic_del_attr(tracer, name_arg(0));
     return ConstantValue::none();
   }
+  if (is_exception(*self_)) {
+    // BaseException's own methods on an exception made in the trace (super().__init__(msg)).
+    if (name_ == "__init__" && self_->is_new()) {
+      init_exception(tracer, *self_, args, kwargs);
+      return ConstantValue::none();
+    }
+    if (name_ == "with_traceback" && args.size() == 1 && args[0]->is_constant() && args[0]->constant() == Py_None) {
+      self_->generic_set_attr(tracer, "__traceback__", args[0]);
+      return self_;
+    }
+  }
   if (name_ == "__init__" && args.empty()) return ConstantValue::none();
   // The dict storage of a dict subclass: the base class's own behaviour.
   std::shared_ptr<DictValue> items = self_->dict_storage(tracer);
@@ -300,7 +313,7 @@ ValuePtr ObjectSlotValue::call(Tracer& tracer, const Args& args, const KwArgs& k
   if (name_ == "__delitem__" && args.size() == 1) {
     if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
     int index = items->find(args[0]->constant());
-    if (index < 0) unsupported("key_error", "KeyError: " + args[0]->repr());
+    if (index < 0) raise_error("key_error", PyExc_KeyError, args[0]);
     tracer.will_mutate(self_);
     tracer.journal.save(items);
     items->keys.erase(items->keys.begin() + index);
@@ -373,6 +386,7 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     if (meta_call != type_lookup((PyObject*)&PyType_Type, "__call__"))
       unsupported("unsupported_call", "calling " + repr() + ", whose metaclass overrides __call__");
   }
+  if (is_exception_class(type)) return make_exception(tracer, type, args, kwargs, source());
   if (!builtin_new(type) || !PyType_HasFeature(as_type, Py_TPFLAGS_HEAPTYPE))
     unsupported("unsupported_call", "making an instance of " + repr());
   bool is_dict = PyType_IsSubtype(as_type, &PyDict_Type);

@@ -4,6 +4,7 @@
 #include "trace/operators.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/generators.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -129,7 +130,7 @@ class SetMethodValue : public Value {
       if (name_ == "add") {
         set.add(tracer, args[0]);
       } else if (!set.discard(tracer, args[0]) && name_ == "remove") {
-        unsupported("key_error", "KeyError: set.remove of a missing " + args[0]->repr());
+        raise_error("key_error", PyExc_KeyError, args[0]);
       }
       return ConstantValue::none();
     }
@@ -141,7 +142,7 @@ class SetMethodValue : public Value {
     if (name_ == "pop" && args.empty()) {
       mutate();
       auto items = set.unpack(tracer);
-      if (items->empty()) unsupported("key_error", "KeyError: pop from an empty set");
+      if (items->empty()) raise_error("key_error", PyExc_KeyError, "pop from an empty set");
       set.discard(tracer, items->front());
       return items->front();
     }

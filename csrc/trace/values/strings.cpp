@@ -3,6 +3,7 @@
 
 #include "trace/operators.h"
 #include "trace/symbolic.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -19,6 +20,7 @@ py::Ref<> textual_object(Tracer& tracer, const ValuePtr& symbolic) {
   ValuePtr value = specialize(tracer, symbolic, "formatting a number into a string needs its value");
   if (py::Ref<> constant = constant_of(value)) return constant;
   if (value->is_tensor()) tensor_text(value);
+  if (py::Ref<> stand_in = exception_text_stand_in(value)) return stand_in;
   if (auto items = dynamic_cast<SequenceValue*>(value.get()))
     for (const auto& item : items->items)
       if (item->is_tensor()) tensor_text(item);
