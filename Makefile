@@ -20,7 +20,7 @@ PIP := $(PY) -m pip install -q -c constraints.txt
 JOBS ?= $(shell nproc)
 PYTEST_ARGS ?=
 
-.PHONY: deps build test test-py test-cpp demo bench leaks asan fuzz clean
+.PHONY: deps build test test-py test-cpp demo bench leaks asan fuzz peer clean
 
 # Stamp files keep repeated `make test` from re-running pip and apt.
 # Debian packages the tests use: GoogleTest (C++ units), Chromium + its driver (the trace
@@ -78,6 +78,15 @@ SEED ?= 0
 FUZZ_ARGS ?=
 fuzz: build
 	PYTHONPATH=$(CURDIR) $(PY) -m tools.fuzz --n $(N) --seed $(SEED) $(FUZZ_ARGS)
+
+# PyTorch's own test/dynamo files, unchanged, under torch._dynamo and under bytegraph, side by
+# side (tools/peer.py): the table and the failure causes go to tests/peer/results.md. The files
+# are read from tests/peer/dynamo/ (tests/peer/README.md says where they come from); nothing is
+# fetched. PEER_ARGS passes options, e.g. PEER_ARGS="--jobs 2 --files test_sets --only bytegraph".
+PEER_ARGS ?=
+peer: build
+	$(PIP) -r tests/peer/requirements.txt
+	PYTHONPATH=$(CURDIR) $(PY) tools/peer.py $(PEER_ARGS)
 
 # 1,000,000 cache hits and 10,000 compile/reset cycles: no growth of live objects or memory.
 leaks: build

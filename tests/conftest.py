@@ -12,6 +12,11 @@ import pytest
 import bytegraph
 from bytegraph import _frame
 
+# PyTorch's own test/dynamo files (tests/peer/dynamo/, copied in locally) are not this suite's
+# tests: `make peer` (tools/peer.py) runs them, each file in its own process, under torch._dynamo
+# and under bytegraph.
+collect_ignore = ["peer"]
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _compile_errors_raise():
