@@ -124,13 +124,23 @@ void end_send(Tracer&, FrameState& frame, const Instruction&) {
   frame.push(std::move(value));
 }
 
-// `with ctx:` — only grad-mode context managers are understood so far.
+// `with ctx:` — grad-mode blocks, and objects whose class defines __enter__ and __exit__ in
+// Python (contextlib's helpers included): __enter__ is inlined, __exit__ pushed for the
+// block's exits to call (with the exception, if one leaves the block).
 void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr context = frame.pop();
-  auto* grad_mode = dynamic_cast<GradModeValue*>(context.get());
-  if (grad_mode == nullptr) unsupported("unsupported_context", "`with` on " + context->repr());
-  frame.push(grad_mode->enter(tracer));
-  frame.push(ConstantValue::none());  // what __enter__ returned
+  if (auto* grad_mode = dynamic_cast<GradModeValue*>(context.get())) {
+    frame.push(grad_mode->enter(tracer));
+    frame.push(ConstantValue::none());  // what __enter__ returned
+    return;
+  }
+  auto object = std::dynamic_pointer_cast<ObjectValue>(context);
+  ValuePtr exit = object ? object->bound_special(tracer, "__exit__") : nullptr;
+  if (!exit || !object->bound_special(tracer, "__enter__"))
+    unsupported("unsupported_context", "`with` on " + context->repr());
+  ValuePtr entered = object->inline_special(tracer, "__enter__", {});
+  frame.push(std::move(exit));
+  frame.push(std::move(entered));
 }
 
 void return_value(Tracer&, FrameState& frame, const Instruction&) { frame.result = frame.pop(); }

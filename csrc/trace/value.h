@@ -493,6 +493,9 @@ class ObjectValue : public Value {
   // The class's Python override of special method `name`, inlined on this object; null when
   // the class has none.
   ValuePtr inline_special(Tracer& tracer, const char* name, const Args& args);
+  // The class's Python override of special method `name` bound to this object (guarded where
+  // the class holds it), not called yet; null when the class has none.
+  ValuePtr bound_special(Tracer& tracer, const char* name);
 
   // Attributes written during the trace, in first-write order; a null value is a delete.
   std::vector<std::pair<std::string, ValuePtr>> attrs;

@@ -77,7 +77,11 @@ ValuePtr call_iteration_builtin(Tracer& tracer, PyObject* function, const Args& 
     if (!args[0]->is_iterator()) unsupported("unsupported_call", "next() of " + args[0]->repr());
     if (ValuePtr item = args[0]->next_item(tracer)) return item;
     if (args.size() == 2) return args[1];
-    unsupported("stop_iteration", "next() on an exhausted iterator");
+    // Exhausted: StopIteration, carrying what a generator returned.
+    ValuePtr returned;
+    if (auto* generator = dynamic_cast<GeneratorValue*>(args[0].get())) returned = generator->returned();
+    if (returned && returned->is_constant() && returned->constant() == Py_None) returned = nullptr;
+    raise_error("stop_iteration", PyExc_StopIteration, returned);
   }
   if ((is(function, "any") || is(function, "all")) && args.size() == 1 && kwargs.empty() && !all_constant(args))
     return any_or_all(tracer, args[0], is(function, "any"));

@@ -244,9 +244,12 @@ void reraise(const ValuePtr& exception) {
 }
 
 void raise_error(const std::string& kind, PyObject* type, ValuePtr arg) {
-  ValuePtr exception = models(type) ? ValuePtr(new_exception(type, {arg}, nullptr)) : make_real_exception(type, {arg}, {});
+  Args args;
+  if (arg) args.push_back(std::move(arg));
+  ValuePtr exception = models(type) ? ValuePtr(new_exception(type, args, nullptr)) : make_real_exception(type, args, {});
   py::Ref<> stand_in = exception_text_stand_in(exception);
-  throw Raised(std::move(exception), kind, type_name(type) + ": " + (stand_in ? py_str(stand_in.get()) : arg->repr()));
+  std::string text = stand_in ? py_str(stand_in.get()) : args.empty() ? std::string() : args[0]->repr();
+  throw Raised(std::move(exception), kind, type_name(type) + (text.empty() ? "" : ": " + text));
 }
 
 void raise_error(const std::string& kind, PyObject* type, const std::string& text) {

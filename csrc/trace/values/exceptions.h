@@ -64,7 +64,7 @@ py::Ref<> exception_text_stand_in(const ValuePtr& value);
 [[noreturn]] void raise_value(Tracer& tracer, ValuePtr exception, ValuePtr cause = nullptr);
 // Raises `exception` again as it is (a bare `raise`, the end of a finally block).
 [[noreturn]] void reraise(const ValuePtr& exception);
-// Raises `type(arg)`, or `type(text)`, as an operation the tracer folds does (a missing key,
+// Raises `type(arg)` (`type()` without one), or `type(text)`, as an operation the tracer folds does (a missing key,
 // an index out of range); `kind` names the break if nothing in the trace catches it.
 [[noreturn]] void raise_error(const std::string& kind, PyObject* type, ValuePtr arg);
 [[noreturn]] void raise_error(const std::string& kind, PyObject* type, const std::string& text);

@@ -226,6 +226,13 @@ ValuePtr ObjectValue::inline_special(Tracer& tracer, const char* name, const Arg
   return inline_function(tracer, type_.get(), name, function, all);
 }
 
+ValuePtr ObjectValue::bound_special(Tracer& tracer, const char* name) {
+  PyObject* function = python_override(type_.get(), name);
+  if (function == nullptr) return nullptr;
+  return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(function, guards::class_attr_source(type_.get(), name)),
+                                            shared_from_this());
+}
+
 ValuePtr ObjectValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* function = python_override(type_.get(), "__call__");
   if (function == nullptr) unsupported("unsupported_call", "calling " + repr());

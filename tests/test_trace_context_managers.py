@@ -1,0 +1,129 @@
+"""`with` blocks on user context managers and contextlib's helpers: __enter__ inlined, __exit__
+called on the way out (with the exception when one leaves the block, which it may suppress).
+
+Each case runs eagerly and compiled: the same result and effects, one graph where nothing
+needs to run eagerly, and no recompile on the second call.
+"""
+
+import contextlib
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+X = torch.randn(3)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
+class Recorder:
+    """A context manager that records its enters and exits on itself."""
+
+    def __init__(self, suppress=False):
+        self.events = []
+        self.suppress = suppress
+
+    def __enter__(self):
+        self.events.append("enter")
+        return len(self.events)
+
+    def __exit__(self, kind, value, traceback):
+        self.events.append("exit" if kind is None else f"exit {kind.__name__}")
+        return self.suppress
+
+
+def check(fn, *args, graphs=1, ops=None):
+    expected = fn(*args)
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter, fullgraph=graphs == 1)
+    for _ in range(2):
+        assert same(expected, compiled(*args))
+    assert counter.frame_count == graphs
+    if ops is not None:
+        assert counter.op_count == ops
+
+
+def test_a_user_context_manager_made_in_the_frame():
+    def f(x):
+        recorder = Recorder()
+        with recorder as entered:
+            x = x * entered
+        return x + 1, recorder.events
+
+    check(f, X, ops=2)
+
+
+def test_a_context_manager_from_outside_has_its_changes_written_back():
+    recorder = Recorder()
+
+    def f(x):
+        with recorder:
+            x = x + 1
+        return x
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        recorder.events = []  # a new list, empty as the traced one was (its length is guarded)
+        assert same(compiled(X), X + 1)
+        assert recorder.events == ["enter", "exit"]
+    assert counter.frame_count == 1
+
+
+def test_exit_sees_the_exception_and_may_suppress_it():
+    def f(x, suppress):
+        recorder = Recorder(suppress)
+        try:
+            with recorder:
+                x = x + 1
+                raise KeyError("k")
+        except KeyError:
+            x = x - 10
+        return x, recorder.events
+
+    check(f, X, True, ops=1)
+    bytegraph.reset()
+    check(f, X, False, ops=2)
+
+
+def test_contextlib_helpers():
+    @contextlib.contextmanager
+    def scaled(factor):
+        yield factor * 2
+
+    def f(x):
+        with contextlib.nullcontext(3) as three:
+            x = x * three
+        with scaled(2) as four:
+            x = x + four
+        with contextlib.suppress(KeyError):
+            {}["missing"]
+        return x
+
+    check(f, X, ops=2)
+
+
+def test_a_break_inside_a_user_with_block_keeps_enter_and_exit_paired():
+    recorder = Recorder()
+
+    def f(x):
+        with recorder:
+            x = x + 1
+            torch._dynamo.graph_break()
+            x = x * 2
+        return x
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    for _ in range(2):
+        recorder.events = []
+        assert same(compiled(X), (X + 1) * 2)
+        assert recorder.events == ["enter", "exit"]
+    assert counter.frame_count == 2
