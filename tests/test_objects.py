@@ -392,3 +392,27 @@ def test_slices_of_module_lists_and_sequentials_are_iterated_indexed_and_called(
     for n in (3, 3):
         assert torch.allclose(cf(x, n), model(x, n))
     assert counter.frame_count == 1 and counter.op_count == 7
+
+
+def test_a_stateless_torch_nn_module_made_in_forward_is_a_graph_leaf():
+    # BERT-style heads make their loss module when given labels.
+    def f(x, labels):
+        loss = nn.CrossEntropyLoss(ignore_index=-1)(x, labels)
+        return nn.Softmax(dim=-1)(x), loss
+
+    x, labels = torch.randn(4, 5), torch.tensor([1, 0, -1, 2])
+    compiled = bytegraph.compile(f, backend=(counter := CompileCounter()), fullgraph=True)
+    for _ in range(2):
+        for got, expected in zip(compiled(x, labels), f(x, labels)):
+            assert torch.allclose(got, expected)
+    assert (counter.frame_count, counter.op_count) == (1, 2)
+
+
+def test_a_module_with_parameters_made_in_forward_is_a_break():
+    # Its weights are drawn anew on every call: one made at trace time cannot stand for them.
+    def f(x):
+        return nn.Linear(5, 5)(x)
+
+    with bytegraph.config.patch(verify_correctness=False):
+        with pytest.raises(bytegraph.exc.GraphBreakError, match="parameters, buffers or submodules"):
+            bytegraph.compile(f, backend="eager", fullgraph=True)(torch.randn(2, 5))

@@ -549,6 +549,9 @@ class ClassValue : public OpaqueValue {
   using OpaqueValue::OpaqueValue;
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  ValuePtr make_stateless_module(Tracer& tracer, const Args& args, const KwArgs& kwargs);
 };
 
 }  // namespace bytegraph::trace

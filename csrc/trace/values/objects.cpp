@@ -381,12 +381,54 @@ ValuePtr make_named_tuple(Tracer& tracer, PyObject* type, const Args& args, cons
 
 }  // namespace
 
+namespace {
+
+// Whether every value of the module's dict `name` (_parameters, _buffers, _modules) is None.
+bool holds_nothing(PyObject* module, const char* name) {
+  py::Ref<> dict = check(PyObject_GetAttrString(module, name));
+  if (!PyDict_Check(dict.get())) return false;
+  PyObject *key, *value;  // borrowed
+  Py_ssize_t position = 0;
+  while (PyDict_Next(dict.get(), &position, &key, &value))
+    if (value != Py_None) return false;
+  return true;
+}
+
+}  // namespace
+
+// `nn.CrossEntropyLoss()`, `nn.Softmax(dim=-1)` inside a forward: a module of torch.nn's own,
+// made from constant arguments, that holds no parameter, buffer or submodule is the same on
+// every call, so one made now for real stands for all of them (a call_module leaf of the
+// graph). It cannot leave the frame (generated code would return this one object every time).
+ValuePtr ClassValue::make_stateless_module(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  PyObject* type = real_object();
+  auto refuse = [&](const std::string& why) -> ValuePtr {
+    unsupported("unsupported_call", "making a new nn.Module (" + repr() + ") inside a compiled function: " + why);
+  };
+  for (const ValuePtr& arg : args)
+    if (!arg->is_constant()) return refuse("an argument is not a constant");
+  for (const auto& [name, value] : kwargs)
+    if (!value->is_constant()) return refuse("an argument is not a constant");
+  // Only torch.nn's leaf modules: their constructors run no user code.
+  py::Ref<> probe = check(PyObject_CallMethod(type, "__new__", "O", type));
+  if (classify(probe.get()) != ObjectKind::LeafModule) return refuse("only torch.nn's own leaf modules are made in a trace");
+  py::Ref<> positional = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  for (size_t i = 0; i < args.size(); ++i)
+    PyTuple_SET_ITEM(positional.get(), static_cast<Py_ssize_t>(i), py::Ref<>::newref(args[i]->constant()).release());
+  py::Ref<> keywords = check(PyDict_New());
+  for (const auto& [name, value] : kwargs) check_status(PyDict_SetItemString(keywords.get(), name.c_str(), value->constant()));
+  py::Ref<> module = check(PyObject_Call(type, positional.get(), keywords.get()));
+  if (!holds_nothing(module.get(), "_parameters") || !holds_nothing(module.get(), "_buffers") ||
+      !holds_nothing(module.get(), "_modules"))
+    return refuse("it holds parameters, buffers or submodules of its own");
+  return std::make_shared<ModuleValue>(std::move(module), /*leaf=*/true, nullptr);
+}
+
 ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* type = real_object();
   auto* as_type = reinterpret_cast<PyTypeObject*>(type);
   if (named_tuple_fields(type) && PyType_IsSubtype(as_type, &PyTuple_Type)) return make_named_tuple(tracer, type, args, kwargs);
-  if (PyObject_IsSubclass(type, Bridge::get().module_type.get()) == 1)
-    unsupported("unsupported_call", "making a new nn.Module (" + repr() + ") inside a compiled function");
+  if (PyObject_IsSubclass(type, Bridge::get().module_type.get()) == 1) return make_stateless_module(tracer, args, kwargs);
   if (Py_TYPE(type) != &PyType_Type && PyObject_TypeCheck(type, &PyType_Type)) {
     // A metaclass other than type (ABCMeta is fine: it does not override __call__).
     PyObject* meta_call = type_lookup((PyObject*)Py_TYPE(type), "__call__");
