@@ -88,3 +88,22 @@ def test_itemgetter_and_attrgetter():
         return weight + _second([0, a]) + c + len(shape) + floating + len(name_of(_affine))
 
     capture(f, torch.ones(2), ops=7)
+
+
+@pytest.mark.parametrize("name", ["func", "args", "keywords", "__call__", "__name__", "__qualname__", "__globals__"])
+def test_hasattr_on_a_partial_made_in_the_trace_is_what_its_class_gives_instances(name):
+    # A partial has no __name__ of its own: the class's __name__ is the metaclass's, not an
+    # instance attribute.
+    def f(x):
+        p = functools.partial(_affine, scale=2.0)
+        return p(x) if hasattr(p, name) else x - 1
+
+    capture(f, torch.ones(2), ops=3 if name in ("func", "args", "keywords", "__call__") else 1)
+
+
+def test_hasattr_on_a_list_does_not_see_the_class_own_name():
+    def f(x):
+        items = [x]
+        return x + 1 if hasattr(items, "__name__") else x - 1
+
+    capture(f, torch.ones(2), ops=1)

@@ -9,6 +9,7 @@
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/partial.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
 #include "trace/symbolic.h"
@@ -129,6 +130,13 @@ PyObject* attributes_from_type(const ValuePtr& value) {
   return type->tp_dictoffset == 0 || type == &PyFunction_Type ? (PyObject*)type : nullptr;
 }
 
+// Whether instances of `type` have attribute `name` from their class: looked up through the
+// MRO, as instance attribute access does (getattr on the class itself would also find the
+// metaclass's, such as the class's own __name__).
+bool type_has(PyObject* type, PyObject* name) {
+  return _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), name) != nullptr;
+}
+
 // The attribute, or null where reading it raises AttributeError. Symbolic objects and modules
 // read it symbolically (their guards then say why it is missing); other values only say
 // whether the real object has it, where that cannot change (classes, modules, functions are
@@ -154,7 +162,7 @@ ValuePtr attribute_or_null(Tracer& tracer, const ValuePtr& owner, const std::str
       return nullptr;
     }
   }
-  if (PyObject* type = attributes_from_type(owner); type && !PyObject_HasAttrString(type, name.c_str())) return nullptr;
+  if (PyObject* type = attributes_from_type(owner); type && !type_has(type, check(PyUnicode_FromString(name.c_str())).get())) return nullptr;
   if (owner->is_constant() && !PyObject_HasAttrString(owner->constant(), name.c_str())) return nullptr;
   if (auto* tensor = dynamic_cast<TensorValue*>(owner.get()); tensor && !PyObject_HasAttrString(tensor->fake(), name.c_str())) {
     // The fake has only what every tensor has; the tensor passed in may carry attributes of
@@ -187,10 +195,19 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   if (args[0]->is_constant()) return make_bool(PyObject_HasAttr(args[0]->constant(), args[1]->constant()));
   if (dynamic_cast<TensorValue*>(args[0].get()))
     return make_bool(attribute_or_null(tracer, args[0], PyUnicode_AsUTF8(args[1]->constant())) != nullptr);
-  if (PyObject* type = attributes_from_type(args[0])) return make_bool(PyObject_HasAttr(type, args[1]->constant()));
+  if (PyObject* type = attributes_from_type(args[0])) return make_bool(type_has(type, args[1]->constant()));
+  // A partial made in the trace has what its type gives every partial (its instance dict
+  // starts empty and the trace never writes it).
+  if (dynamic_cast<PartialValue*>(args[0].get()) && !args[0]->source())
+    return make_bool(type_has(args[0]->python_type(), args[1]->constant()));
   try {
     args[0]->get_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
     return make_bool(true);
+  } catch (const Raised& raised) {
+    PyObject* type = raised.exception()->python_type();
+    if (type != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(PyExc_AttributeError)))
+      return make_bool(false);
+    unsupported("unsupported_call", "hasattr on " + args[0]->repr());
   } catch (const Unsupported&) {
     unsupported("unsupported_call", "hasattr on " + args[0]->repr());
   }
