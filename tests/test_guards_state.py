@@ -515,10 +515,13 @@ class WithLoss(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(3, 4)
+        self.register_buffer("class_weight", torch.ones(4))
 
     def forward(self, x, labels):
         logits = self.fc(x)
-        loss_fct = nn.CrossEntropyLoss()  # a module made in forward: a break, as in HF's heads
+        # A module made in forward holding a tensor (its weight buffer): a break, as in HF's
+        # heads given class weights.
+        loss_fct = nn.CrossEntropyLoss(weight=self.class_weight)
         return loss_fct(logits, labels), logits
 
 

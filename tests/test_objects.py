@@ -416,3 +416,74 @@ def test_a_module_with_parameters_made_in_forward_is_a_break():
     with bytegraph.config.patch(verify_correctness=False):
         with pytest.raises(bytegraph.exc.GraphBreakError, match="parameters, buffers or submodules"):
             bytegraph.compile(f, backend="eager", fullgraph=True)(torch.randn(2, 5))
+
+
+class Scalar:
+    """A tiny autograd-style value class: operators defined in Python."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __add__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data + other.data)
+
+    def __radd__(self, other):
+        return self + other
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Scalar) else Scalar(other)
+        return Scalar(self.data * other.data)
+
+    def __rmul__(self, other):
+        return self * other
+
+    def __neg__(self):
+        return self * -1
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def __iadd__(self, other):
+        self.data = self.data + (other.data if isinstance(other, Scalar) else other)
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, Scalar) and self.data is other.data
+
+    def __lt__(self, other):
+        return isinstance(other, Scalar)
+
+
+class Opaque:
+    pass
+
+
+def test_operators_of_user_classes_run_their_python_methods():
+    def f(x):
+        a, b = Scalar(x), Scalar(x * 2)
+        c = 2 * (a * b + 3) - a  # __rmul__, __mul__, __add__, __sub__ through __neg__
+        c += a                   # __iadd__
+        return c.data, a == a, a != b, a < b, b > a  # > reflects to __lt__; != inverts __eq__
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(3)
+    for _ in range(2):
+        result, expected = compiled(x), f(x)
+        assert torch.allclose(result[0], expected[0]) and result[1:] == expected[1:]
+    assert counter.frame_count == 1
+
+
+def test_an_operator_no_class_implements_is_a_type_error():
+    def f(x):
+        try:
+            Opaque() + Scalar(1)
+        except TypeError:
+            return x + 1
+        return x
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    assert torch.allclose(compiled(torch.ones(2)), torch.ones(2) + 1)
+    assert counter.frame_count == 1

@@ -10,6 +10,9 @@ namespace bytegraph::trace {
 PyObject* operator_function(const char* name);
 
 ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands);
+// Python's operator protocol on instances of user classes with Python special methods
+// (operator_protocol.cpp); null where no operand's class defines one for `function`.
+ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& operands);
 // Whether every argument is a constant or a container of constants (foldable).
 bool all_constant(const Args& args, const KwArgs& kwargs = {});
 // The real Python object of a constant or a container of constants; null otherwise.

@@ -1,0 +1,139 @@
+// Operators on instances of user classes, as Python dispatches them: `a + b` calls
+// type(a).__add__(a, b), then type(b).__radd__(b, a) if that answered NotImplemented (the
+// reflected method first when b's class is a subclass of a's that overrides it); `a += b` tries
+// __iadd__ first; comparisons reflect (< with >), and == / != fall back to identity. The
+// Python methods are inlined, each guarded where its class holds it.
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "python/type_dict.h"
+#include "trace/operators.h"
+#include "trace/values/exceptions.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+struct Dunders {
+  std::string method, reflected, inplace;
+  bool comparison = false;
+};
+
+// The special methods of operator.<name>; empty for operators without them here.
+std::optional<Dunders> dunders_of(PyObject* function) {
+  py::Ref<> name_object = check(PyObject_GetAttrString(function, "__name__"));
+  std::string name = PyUnicode_AsUTF8(name_object.get());
+  static const std::unordered_map<std::string, std::string> comparisons = {
+      {"lt", "gt"}, {"le", "ge"}, {"gt", "lt"}, {"ge", "le"}, {"eq", "eq"}, {"ne", "ne"}};
+  if (auto found = comparisons.find(name); found != comparisons.end())
+    return Dunders{"__" + name + "__", "__" + found->second + "__", "", true};
+  static const char* unary[] = {"neg", "pos", "invert", "abs"};
+  for (const char* op : unary)
+    if (name == op) return Dunders{"__" + name + "__", "", "", false};
+  static const char* binary[] = {"add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
+                                 "lshift", "rshift", "and", "or", "xor"};
+  bool inplace = name.size() > 1 && name[0] == 'i' && name != "invert";
+  std::string base = inplace ? name.substr(1) : name;
+  if (!base.empty() && base.back() == '_') base.pop_back();  // and_, or_
+  for (const char* op : binary)
+    if (base == op) return Dunders{"__" + base + "__", "__r" + base + "__", inplace ? "__i" + base + "__" : "", false};
+  return std::nullopt;
+}
+
+bool not_implemented(const ValuePtr& value) { return value->is_constant() && value->constant() == Py_NotImplemented; }
+
+// The class's Python method `name` called on `self`, or null where the class has none.
+ValuePtr call_special(Tracer& tracer, const ValuePtr& self, const std::string& name, const Args& args) {
+  auto* object = dynamic_cast<ObjectValue*>(self.get());
+  if (object == nullptr) return nullptr;
+  return object->inline_special(tracer, name.c_str(), args);
+}
+
+bool overrides(const ValuePtr& value, const std::string& name) {
+  auto* object = dynamic_cast<ObjectValue*>(value.get());
+  if (object == nullptr) return false;
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* found = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(object->python_type()), key.get());
+  return found != nullptr && PyFunction_Check(found);
+}
+
+// An instance of a class with no builtin base but object, or a constant (a number, a string,
+// None): what one of these answers to an operator the other's class does not define is known
+// (NotImplemented, then TypeError or identity for == and !=).
+bool plain(const ValuePtr& value) {
+  if (value->is_constant()) return true;
+  auto* object = dynamic_cast<ObjectValue*>(value.get());
+  if (object == nullptr) return false;
+  for (auto* base = reinterpret_cast<PyTypeObject*>(object->python_type()); base != nullptr; base = base->tp_base)
+    if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) && base != &PyBaseObject_Type) return false;
+  // `"ab" * obj` repeats by obj.__index__(): not answered here.
+  return !overrides(value, "__index__");
+}
+
+[[noreturn]] void unsupported_operands(const char* symbol, const Args& operands) {
+  std::string text = std::string("unsupported operand type(s) for ") + symbol + ":";
+  for (size_t i = 0; i < operands.size(); ++i)
+    text += std::string(i ? " and " : " ") + "'" + reinterpret_cast<PyTypeObject*>(operands[i]->python_type())->tp_name + "'";
+  raise_error("python_error", PyExc_TypeError, text);
+}
+
+}  // namespace
+
+ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  bool any_user_object = false;
+  for (const ValuePtr& operand : operands) any_user_object = any_user_object || dynamic_cast<ObjectValue*>(operand.get());
+  if (!any_user_object || operands.empty() || operands.size() > 2) return nullptr;
+  std::optional<Dunders> names = dunders_of(function);
+  if (!names) return nullptr;
+  const ValuePtr& left = operands[0];
+  if (operands.size() == 1) {
+    if (!overrides(left, names->method)) return nullptr;
+    return call_special(tracer, left, names->method, {});
+  }
+  const ValuePtr& right = operands[1];
+  // A tensor on the other side has its own protocol (torch's); not this one.
+  if (left->is_tensor() || right->is_tensor()) {
+    if (!left->is_tensor() && overrides(left, names->inplace.empty() ? names->method : names->inplace)) {
+      // obj + tensor: the object's method first.
+    } else {
+      return nullptr;
+    }
+  }
+  const bool any_method = overrides(left, names->method) || (!names->inplace.empty() && overrides(left, names->inplace)) ||
+                          overrides(right, names->reflected) || (names->method == "__ne__" && overrides(left, "__eq__"));
+  if (!any_method && !(plain(left) && plain(right))) return nullptr;
+  if (!names->inplace.empty() && overrides(left, names->inplace)) {
+    ValuePtr result = call_special(tracer, left, names->inplace, {right});
+    if (!not_implemented(result)) return result;
+  }
+  PyObject* left_type = left->python_type();
+  PyObject* right_type = right->python_type();
+  const bool different_types = left_type != right_type;
+  const bool reflected_first = different_types && right_type && left_type &&
+                               PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(right_type), reinterpret_cast<PyTypeObject*>(left_type)) &&
+                               overrides(right, names->reflected);
+  if (reflected_first) {
+    ValuePtr result = call_special(tracer, right, names->reflected, {left});
+    if (!not_implemented(result)) return result;
+  }
+  if (overrides(left, names->method)) {
+    ValuePtr result = call_special(tracer, left, names->method, {right});
+    if (!not_implemented(result)) return result;
+  } else if (names->method == "__ne__" && overrides(left, "__eq__")) {
+    // object.__ne__ inverts __eq__.
+    ValuePtr equal = call_special(tracer, left, "__eq__", {right});
+    if (!not_implemented(equal)) return ConstantValue::make(py::Ref<>::newref(equal->truthy(tracer) ? Py_False : Py_True));
+  }
+  if ((different_types || names->comparison) && !reflected_first && overrides(right, names->reflected)) {
+    ValuePtr result = call_special(tracer, right, names->reflected, {left});
+    if (!not_implemented(result)) return result;
+  }
+  if (names->method == "__eq__" || names->method == "__ne__") {
+    const bool same = same_object(tracer, left, right);
+    return ConstantValue::make(py::Ref<>::newref((names->method == "__eq__") == same ? Py_True : Py_False));
+  }
+  unsupported_operands(names->method.c_str(), operands);
+}
+
+}  // namespace bytegraph::trace
