@@ -487,3 +487,47 @@ def test_an_operator_no_class_implements_is_a_type_error():
     compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
     assert torch.allclose(compiled(torch.ones(2)), torch.ones(2) + 1)
     assert counter.frame_count == 1
+
+
+class Slotted:
+    __slots__ = ("value", "unset")
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"Slotted({self.value!r})"
+
+
+def test_slots_of_objects_made_in_the_trace_and_their_text():
+    def f(x):
+        s = Slotted(2)
+        missing = not hasattr(s, "unset")
+        s.value = s.value + 1
+        return x * s.value, missing, repr(s), str(s), f"{s}", s
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(2)
+    result, expected = compiled(x), f(x)
+    assert torch.allclose(result[0], expected[0]) and result[1:5] == expected[1:5]
+    assert type(result[5]) is Slotted and result[5].value == 3 and not hasattr(result[5], "unset")
+    assert counter.frame_count == 1
+
+
+def test_an_ordered_set_made_in_the_trace():
+    from torch.utils._ordered_set import OrderedSet  # __slots__, dict.fromkeys, OrderedSet[T] casts
+
+    def f(x):
+        s = OrderedSet([3, 1, 2])
+        s.add(4)
+        s.discard(1)
+        return x + len(s), list(s | OrderedSet([9])), list(s - OrderedSet([2])), 3 in s
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(2)
+    for _ in range(2):
+        result, expected = compiled(x), f(x)
+        assert torch.allclose(result[0], expected[0]) and result[1:] == expected[1:]
+    assert counter.frame_count == 1

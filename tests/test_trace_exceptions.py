@@ -370,3 +370,25 @@ def test_contextlib_suppress_is_not_misread():
 
     compiled = bytegraph.compile(f, backend="eager")
     assert same(compiled(X), f(X))
+
+
+def test_errors_of_calls_and_folds_are_catchable():
+    def takes_one(a):
+        return a
+
+    def f(x):
+        caught = []
+        for attempt in range(3):
+            try:
+                if attempt == 0:
+                    takes_one(1, 2)  # binding the arguments raises TypeError
+                elif attempt == 1:
+                    1 / 0
+                else:
+                    for _ in 5:
+                        pass
+            except (TypeError, ZeroDivisionError) as e:
+                caught.append((type(e).__name__, str(e)))
+        return x + len(caught), caught
+
+    check(f, X, ops=1)

@@ -189,19 +189,32 @@ void push_formatted(Tracer& tracer, FrameState& frame, const py::Ref<>& object, 
   frame.push(ConstantValue::make(check(PyObject_Format(object.get(), spec_object.get()))));
 }
 
+// f"{obj}", f"{obj!s}", f"{obj!r}" of a user class's instance with a Python __str__/__repr__.
+bool push_object_text(Tracer& tracer, FrameState& frame, const ValuePtr& value, int conversion, const ValuePtr& spec) {
+  if (spec && !(spec->is_constant() && PyUnicode_Check(spec->constant()) && PyUnicode_GetLength(spec->constant()) == 0)) return false;
+  if (conversion == 3) return false;
+  ValuePtr text = object_text(tracer, value, conversion == 2 ? 'r' : conversion == 1 ? 's' : 'f');
+  if (!text) return false;
+  frame.push(std::move(text));
+  return true;
+}
+
 void format_value(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? frame.pop() : nullptr;
   ValuePtr value = frame.pop();
+  if (push_object_text(tracer, frame, value, inst.arg & 0x03, spec)) return;
   push_formatted(tracer, frame, converted(format_operand(tracer, value), inst.arg & 0x03), spec);
 }
 
 void convert_value(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr value = frame.pop();
+  if (push_object_text(tracer, frame, value, inst.arg, nullptr)) return;
   frame.push(ConstantValue::make(converted(format_operand(tracer, value), inst.arg)));
 }
 
 void format_simple(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr value = frame.pop();
+  if (push_object_text(tracer, frame, value, 0, nullptr)) return;
   push_formatted(tracer, frame, format_operand(tracer, value), nullptr);
 }
 

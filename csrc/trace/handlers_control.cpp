@@ -2,6 +2,7 @@
 #include "trace/interpreter.h"
 #include "trace/operators.h"
 #include "trace/values/generators.h"
+#include "trace/values/exceptions.h"
 #include "bytecode/opcodes.h"
 
 namespace bytegraph::trace {
@@ -49,7 +50,10 @@ void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
     return;
   }
   ValuePtr iterator = iterator_over(tracer, iterable);
-  if (!iterator) unsupported("unsupported_iteration", "iterating over " + iterable->repr());
+  if (!iterator) {
+    if (iterable->is_constant()) raise_error("unsupported_iteration", PyExc_TypeError, "'" + std::string(Py_TYPE(iterable->constant())->tp_name) + "' object is not iterable");
+    unsupported("unsupported_iteration", "iterating over " + iterable->repr());
+  }
   frame.push(std::move(iterator));
 }
 

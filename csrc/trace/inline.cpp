@@ -3,6 +3,7 @@
 // defaults, *args, **kwargs).
 #include "trace/interpreter.h"
 #include "trace/values/generators.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -21,14 +22,22 @@ void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, con
   int varargs_slot = (flags & CO_VARARGS) ? slot++ : -1;
   int varkw_slot = (flags & CO_VARKEYWORDS) ? slot++ : -1;
 
+  // Messages as CPython words them, naming the function by its qualified name.
+  py::Ref<> qualname_object = check(PyObject_GetAttrString(function.code.get(), "co_qualname"));
+  const std::string name_text = std::string(PyUnicode_AsUTF8(qualname_object.get())) + "()";
   Args extra;
   for (size_t i = 0; i < args.size(); ++i) {
     if (static_cast<int>(i) < argcount) locals[i] = args[i];
     else extra.push_back(args[i]);
   }
-  if (!extra.empty() && varargs_slot < 0)
-    unsupported("bad_call", function.name + "() takes " + std::to_string(argcount) + " positional arguments but " +
-                                std::to_string(args.size()) + " were given");
+  if (!extra.empty() && varargs_slot < 0) {
+    const int defaults = static_cast<int>(function.defaults.size());
+    std::string takes = defaults > 0 ? "from " + std::to_string(argcount - defaults) + " to " + std::to_string(argcount) +
+                                           " positional arguments"
+                                     : std::to_string(argcount) + " positional argument" + (argcount == 1 ? "" : "s");
+    raise_error("bad_call", PyExc_TypeError, name_text + " takes " + takes + " but " + std::to_string(args.size()) +
+                                                 (args.size() == 1 ? " was" : " were") + " given");
+  }
   if (varargs_slot >= 0) locals[varargs_slot] = std::make_shared<SequenceValue>(false, std::move(extra));
   auto varkw = varkw_slot >= 0 ? std::make_shared<DictValue>() : nullptr;
   for (const auto& [name, value] : kwargs) {
@@ -36,26 +45,38 @@ void bind_arguments(const CodeInfo& info, const UserFunctionValue& function, con
     for (int i = posonly; i < argcount + kwonly; ++i)
       if (names[i] == name) found = i;
     if (found >= 0) {
-      if (locals[found]) unsupported("bad_call", function.name + "() got multiple values for argument '" + name + "'");
+      if (locals[found]) raise_error("bad_call", PyExc_TypeError, name_text + " got multiple values for argument '" + name + "'");
       locals[found] = value;
     } else if (varkw) {
       varkw->set_item(check(PyUnicode_FromString(name.c_str())).get(), value);
     } else {
-      unsupported("bad_call", function.name + "() got an unexpected keyword argument '" + name + "'");
+      raise_error("bad_call", PyExc_TypeError, name_text + " got an unexpected keyword argument '" + name + "'");
     }
   }
   if (varkw) locals[varkw_slot] = varkw;
+  auto missing = [&](const std::vector<std::string>& absent, const char* kind) {
+    std::string listed;
+    for (size_t i = 0; i < absent.size(); ++i) {
+      if (i > 0) listed += absent.size() == 2 ? " and " : (i + 1 == absent.size() ? ", and " : ", ");
+      listed += "'" + absent[i] + "'";
+    }
+    raise_error("bad_call", PyExc_TypeError, name_text + " missing " + std::to_string(absent.size()) + " required " + kind +
+                                                 " argument" + (absent.size() == 1 ? "" : "s") + ": " + listed);
+  };
   int first_default = argcount - static_cast<int>(function.defaults.size());
+  std::vector<std::string> absent;
   for (int i = 0; i < argcount; ++i) {
     if (!locals[i] && i >= first_default) locals[i] = function.defaults[i - first_default];
-    if (!locals[i]) unsupported("bad_call", function.name + "() missing required argument '" + names[i] + "'");
+    if (!locals[i]) absent.push_back(names[i]);
   }
+  if (!absent.empty()) missing(absent, "positional");
   for (int i = argcount; i < argcount + kwonly; ++i) {
     if (locals[i]) continue;
     for (const auto& [name, value] : function.kwdefaults)
       if (name == names[i]) locals[i] = value;
-    if (!locals[i]) unsupported("bad_call", function.name + "() missing keyword-only argument '" + names[i] + "'");
+    if (!locals[i]) absent.push_back(names[i]);
   }
+  if (!absent.empty()) missing(absent, "keyword-only");
 }
 
 }  // namespace

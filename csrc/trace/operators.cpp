@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "trace/symbolic.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -90,9 +91,9 @@ ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
   }
   PyObject* result = PyObject_Call(function, tuple.get(), dict.get());
   if (result == nullptr) {
-    // The real operation raised (e.g. 1/0): tracing cannot reproduce the exception yet.
+    // The real operation raised (1 / 0): the program's handlers see that exception.
     PythonError error = PythonError::fetch();
-    unsupported("constant_fold_raised", py_repr(function) + " raised " + error.what());
+    raise_folded_error(error, py_repr(function) + " raised " + error.what());
   }
   return from_folded(py::Ref<>::steal(result));
 }
@@ -254,6 +255,9 @@ bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b) {
     const ValuePtr& other = a->is_constant() ? b : a;
     if (constant->constant() == Py_None || other->is_tensor()) return false;
   }
+  // An object the trace made is one value: any other value is another object.
+  for (const ValuePtr* value : {&a, &b})
+    if (auto* object = dynamic_cast<ObjectValue*>(value->get()); object && object->is_new()) return false;
   // Objects of different types are different objects.
   PyObject* type_a = a->python_type();
   PyObject* type_b = b->python_type();

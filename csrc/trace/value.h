@@ -336,6 +336,7 @@ class BuiltinValue : public Value {
   PyObject* real_object() const override { return function_.get(); }
   PyObject* python_type() const override { return (PyObject*)Py_TYPE(function_.get()); }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;  // list[int]
 
  private:
   py::Ref<> function_;
@@ -542,6 +543,10 @@ class OpaqueValue : public Value {
   py::Ref<> object_;
 };
 
+// `cls[key]` for a builtin class or a typing generic, computed for real (no code of the
+// program runs); null where that is not known to hold.
+ValuePtr class_subscript(Tracer& tracer, PyObject* cls, const ValuePtr& key);
+
 // A Python class: its attributes as OpaqueValue reads them; calling it makes a new
 // ObjectValue and inlines __init__ (or builds a named tuple).
 class ClassValue : public OpaqueValue {
@@ -549,6 +554,8 @@ class ClassValue : public OpaqueValue {
   using OpaqueValue::OpaqueValue;
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // `cls[key]`: a generic alias (OrderedSet[T], list[int]), made for real.
+  ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
 
  private:
   ValuePtr make_stateless_module(Tracer& tracer, const Args& args, const KwArgs& kwargs);

@@ -9,6 +9,7 @@
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/generators.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
@@ -213,6 +214,25 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
   }
 }
 
+// dict.fromkeys(iterable, value=None) over symbolic items: a new dict of constant keys.
+ValuePtr call_dict_fromkeys(Tracer& tracer, const Args& args) {
+  std::optional<Args> keys = args[0]->is_iterator() ? std::optional<Args>(drain(tracer, *args[0])) : args[0]->unpack(tracer);
+  if (!keys) unsupported("unsupported_iteration", "dict.fromkeys over " + args[0]->repr());
+  ValuePtr value = args.size() == 2 ? args[1] : ConstantValue::none();
+  auto dict = std::make_shared<DictValue>();
+  for (const ValuePtr& key : *keys) {
+    if (!key->is_constant()) unsupported("unsupported_dict", "dict key " + key->repr());
+    if (PyObject_Hash(key->constant()) == -1) throw_python_error();
+    dict->set_item(key->constant(), value);
+  }
+  return dict;
+}
+
+bool is_dict_fromkeys(PyObject* function) {
+  if (!PyCFunction_Check(function) || PyCFunction_GET_SELF(function) != reinterpret_cast<PyObject*>(&PyDict_Type)) return false;
+  return std::strcmp(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "fromkeys") == 0;
+}
+
 ValuePtr call_issubclass(Tracer& tracer, const Args& args) {
   PyObject* cls = args[0]->is_constant() ? args[0]->constant() : args[0]->real_object();
   if (cls == nullptr || !PyType_Check(cls)) unsupported("unsupported_call", "issubclass of " + args[0]->repr());
@@ -383,6 +403,11 @@ ValuePtr call_on_object(Tracer& tracer, PyObject* function, const Args& args, co
 
 }  // namespace
 
+ValuePtr BuiltinValue::get_item(Tracer& tracer, const ValuePtr& key) {
+  if (ValuePtr alias = class_subscript(tracer, function_.get(), key)) return alias;
+  return Value::get_item(tracer, key);
+}
+
 ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* function = function_.get();
   if (is_exception_class(function)) return make_exception(tracer, function, args, kwargs);
@@ -401,6 +426,8 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
   if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
   if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
+  if ((args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args) && is_dict_fromkeys(function))
+    return call_dict_fromkeys(tracer, args);
   if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
   if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
   if (function == builtin("id")) {

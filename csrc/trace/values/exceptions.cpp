@@ -271,6 +271,38 @@ ValuePtr stop_iteration_error(const ValuePtr& exception) {
   return error;
 }
 
+namespace {
+
+bool literal(PyObject* object) {
+  if (object == Py_None || PyBool_Check(object) || PyLong_CheckExact(object) || PyFloat_CheckExact(object) ||
+      PyUnicode_CheckExact(object) || PyBytes_CheckExact(object))
+    return true;
+  if (!PyTuple_CheckExact(object)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(object); ++i)
+    if (!literal(PyTuple_GET_ITEM(object, i))) return false;
+  return true;
+}
+
+}  // namespace
+
+void raise_folded_error(const PythonError& error, const std::string& message) {
+  PyObject* real = error.value();
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(real));
+  ValuePtr exception;
+  py::Ref<> real_args = py::Ref<>::steal(PyObject_GetAttrString(real, "args"));
+  if (!real_args) PyErr_Clear();
+  if (models(type) && real_args && PyTuple_Check(real_args.get()) && literal(real_args.get()) &&
+      !is_exception_slot(type, "name") && !subclass_of(type, PyExc_StopIteration)) {
+    Args args;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(real_args.get()); ++i)
+      args.push_back(ConstantValue::make(py::Ref<>::newref(PyTuple_GET_ITEM(real_args.get(), i))));
+    exception = new_exception(type, args, nullptr);
+  } else {
+    exception = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>::newref(real), nullptr);
+  }
+  throw Raised(std::move(exception), "constant_fold_raised", message);
+}
+
 void chain_context(Tracer& tracer, Raised& raised) {
   if (raised.context_set()) return;
   raised.mark_context_set();

@@ -73,6 +73,9 @@ py::Ref<> exception_text_stand_in(const ValuePtr& value);
 // What a generator's frame raises in place of `exception` (3.12+'s intrinsic; PEP 479): a
 // StopIteration becomes a RuntimeError caused by it, anything else stays.
 ValuePtr stop_iteration_error(const ValuePtr& exception);
+// The same for an exception raised by folding an operation on constants (1 / 0, a missing
+// key of a constant dict): its arguments are constants, or it is kept as the real object.
+[[noreturn]] void raise_folded_error(const PythonError& error, const std::string& message);
 // Sets the __context__ of a raised exception to the one being handled (Python's implicit
 // chaining); once per raise.
 void chain_context(Tracer& tracer, Raised& raised);

@@ -28,6 +28,14 @@ bool is_data_descriptor(PyObject* descriptor) {
   return descriptor != nullptr && Py_TYPE(descriptor)->tp_descr_set != nullptr;
 }
 
+// A slot a Python class declares in __slots__: on an object made in the trace it holds what
+// the trace wrote (object.__setattr__ writes it back the same way), or nothing yet.
+bool is_declared_slot(PyObject* descriptor) {
+  if (descriptor == nullptr || Py_TYPE(descriptor) != &PyMemberDescr_Type) return false;
+  PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(descriptor)->d_type;
+  return PyType_HasFeature(owner, Py_TPFLAGS_HEAPTYPE);
+}
+
 // A Python override of a special method (not object's own slot, not a C base's): the
 // function to inline, or null when the class does not override it.
 PyObject* python_override(PyObject* type, const char* name) {
@@ -97,6 +105,12 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
     if (is_new() && name == "__dict__")
       return std::make_shared<InstanceDictValue>(std::static_pointer_cast<ObjectValue>(shared_from_this()));
     if (is_new() && is_exception_slot(type_.get(), name)) return exception_slot(tracer, *this, name);
+    if (is_new() && is_declared_slot(descriptor)) {
+      for (const auto& [attr, value] : attrs)
+        if (attr == name && value) return value;
+      raise_error("attribute_error", PyExc_AttributeError, "'" + std::string(reinterpret_cast<PyTypeObject*>(type_.get())->tp_name) +
+                                                               "' object has no attribute '" + name + "'");
+    }
     if (is_new()) unsupported("unsupported_attribute", repr() + "." + name + " is a slot of an object made in the trace");
     // A slot the trace wrote (or deleted) reads as written: the real object changes only
     // when the writes are replayed after the graph.
@@ -152,7 +166,8 @@ void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, cons
       tracer.wrap_user_function(setter.get(), guards::attr_source(class_attribute_source(name), "fset"))->call(tracer, {shared_from_this(), value}, {});
       return;
     }
-    if (is_new() && !is_exception_slot(type_.get(), name)) unsupported("side_effect", "setting slot '" + name + "' of " + repr());
+    if (is_new() && !is_exception_slot(type_.get(), name) && !is_declared_slot(descriptor))
+      unsupported("side_effect", "setting slot '" + name + "' of " + repr());
     // A C slot of an object from outside: written back like an attribute (object.__setattr__
     // goes through the descriptor).
   }
@@ -363,7 +378,7 @@ ValuePtr make_named_tuple(Tracer& tracer, PyObject* type, const Args& args, cons
         found = true;
       }
     }
-    if (!found) unsupported("bad_call", "unexpected field '" + name + "'");
+    if (!found) raise_error("bad_call", PyExc_TypeError, "unexpected field '" + name + "'");
   }
   // Missing fields take the class's defaults (namedtuple(..., defaults=...)).
   py::Ref<> defaults = py::Ref<>::steal(PyObject_GetAttrString(type, "_field_defaults"));
@@ -371,7 +386,7 @@ ValuePtr make_named_tuple(Tracer& tracer, PyObject* type, const Args& args, cons
   for (Py_ssize_t i = 0; i < count; ++i) {
     if (items[i]) continue;
     PyObject* fallback = defaults && PyDict_Check(defaults.get()) ? PyDict_GetItem(defaults.get(), PyTuple_GET_ITEM(fields.get(), i)) : nullptr;
-    if (fallback == nullptr) unsupported("bad_call", "missing field of " + py_repr(type));
+    if (fallback == nullptr) raise_error("bad_call", PyExc_TypeError, "missing field of " + py_repr(type));
     items[i] = tracer.wrap(fallback, nullptr);
   }
   auto tuple = std::make_shared<SequenceValue>(false, std::move(items));
@@ -424,6 +439,51 @@ ValuePtr ClassValue::make_stateless_module(Tracer& tracer, const Args& args, con
   return std::make_shared<ModuleValue>(std::move(module), /*leaf=*/true, nullptr);
 }
 
+namespace {
+
+// The real object(s) a subscript key stands for: constants, objects known by identity, and
+// tuples of these; null otherwise.
+py::Ref<> real_key(const ValuePtr& key) {
+  if (key->is_constant()) return py::Ref<>::newref(key->constant());
+  if (PyObject* real = key->real_object()) return py::Ref<>::newref(real);
+  auto* tuple = dynamic_cast<SequenceValue*>(key.get());
+  if (tuple == nullptr || tuple->is_list()) return {};
+  py::Ref<> items = check(PyTuple_New(static_cast<Py_ssize_t>(tuple->items.size())));
+  for (size_t i = 0; i < tuple->items.size(); ++i) {
+    py::Ref<> item = real_key(tuple->items[i]);
+    if (!item) return {};
+    PyTuple_SET_ITEM(items.get(), static_cast<Py_ssize_t>(i), item.release());
+  }
+  return items;
+}
+
+// Whether `cls[key]` runs no code of the program: the class's __class_getitem__ is a builtin's
+// (list[int]) or typing's (Generic subclasses), and its metaclass has no __getitem__.
+bool standard_class_subscript(PyObject* cls) {
+  if (type_lookup(reinterpret_cast<PyObject*>(Py_TYPE(cls)), "__getitem__") != nullptr) return false;
+  PyObject* getitem = type_lookup(cls, "__class_getitem__");
+  if (getitem == nullptr) return false;
+  if (Py_TYPE(getitem) != &PyClassMethod_Type) return true;  // a C class method (types.GenericAlias)
+  py::Ref<> function = check(PyObject_GetAttrString(getitem, "__func__"));
+  if (!PyFunction_Check(function.get())) return true;
+  py::Ref<> module = check(PyObject_GetAttrString(function.get(), "__module__"));
+  return PyUnicode_Check(module.get()) && PyUnicode_CompareWithASCIIString(module.get(), "typing") == 0;
+}
+
+}  // namespace
+
+ValuePtr class_subscript(Tracer& tracer, PyObject* cls, const ValuePtr& key) {
+  py::Ref<> real = real_key(key);
+  if (!real || !PyType_Check(cls) || !standard_class_subscript(cls)) return nullptr;
+  py::Ref<> alias = check(PyObject_GetItem(cls, real.get()));
+  return tracer.wrap(alias.get(), nullptr);
+}
+
+ValuePtr ClassValue::get_item(Tracer& tracer, const ValuePtr& key) {
+  if (ValuePtr alias = class_subscript(tracer, real_object(), key)) return alias;
+  return OpaqueValue::get_item(tracer, key);
+}
+
 ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* type = real_object();
   auto* as_type = reinterpret_cast<PyTypeObject*>(type);
@@ -464,7 +524,7 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     storage->values.clear();
     for (size_t i = 0; i < dict->keys.size(); ++i) storage->set_item(dict->keys[i].get(), dict->values[i]);
   } else if (!args.empty() || !kwargs.empty()) {
-    unsupported("bad_call", repr() + "() takes no arguments");
+    raise_error("bad_call", PyExc_TypeError, repr() + "() takes no arguments");
   }
   return object;
 }

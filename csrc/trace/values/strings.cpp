@@ -44,7 +44,34 @@ py::Ref<> convert(PyObject* object, char conversion) {
   }
 }
 
+PyObject* class_lookup(PyObject* type, const char* name) {
+  py::Ref<> key = check(PyUnicode_FromString(name));
+  return _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), key.get());  // borrowed
+}
+
+PyObject* object_method(const char* name) {
+  return class_lookup(reinterpret_cast<PyObject*>(&PyBaseObject_Type), name);
+}
+
 }  // namespace
+
+ValuePtr object_text(Tracer& tracer, const ValuePtr& value, char conversion) {
+  auto* object = dynamic_cast<ObjectValue*>(value.get());
+  if (object == nullptr) return nullptr;
+  PyObject* type = object->python_type();
+  if (conversion == 'f') {
+    if (class_lookup(type, "__format__") != object_method("__format__")) return nullptr;
+    conversion = 's';
+  }
+  const char* method = conversion == 'r' ? "__repr__" : "__str__";
+  // object.__str__ is repr(): a class that defines only __repr__ prints with it.
+  if (conversion == 's' && class_lookup(type, "__str__") == object_method("__str__")) method = "__repr__";
+  ValuePtr text = object->inline_special(tracer, method, {});
+  if (!text) return nullptr;
+  if (!text->is_constant() || !PyUnicode_Check(text->constant()))
+    unsupported("unsupported_format", std::string(method) + " of " + value->repr() + " returned " + text->repr());
+  return text;
+}
 
 py::Ref<> formattable_object(Tracer& tracer, const ValuePtr& value, const char* what) {
   py::Ref<> object = textual_object(tracer, value);
@@ -53,6 +80,8 @@ py::Ref<> formattable_object(Tracer& tracer, const ValuePtr& value, const char* 
 }
 
 ValuePtr stringify(Tracer& tracer, const ValuePtr& value, char conversion) {
+  if (conversion != 'a')
+    if (ValuePtr text = object_text(tracer, value, conversion)) return text;
   py::Ref<> object = formattable_object(tracer, value, conversion == 'r' ? "repr()" : "str()");
   return ConstantValue::make(convert(object.get(), conversion));
 }

@@ -6,6 +6,7 @@
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
 #include "trace/values/dict_views.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -85,7 +86,7 @@ ValuePtr ConstantValue::get_attr(Tracer&, const std::string& name) {
   PyObject* attribute = PyObject_GetAttrString(object_.get(), name.c_str());
   if (attribute == nullptr) {
     PythonError error = PythonError::fetch();
-    unsupported("constant_fold_raised", error.what());
+    raise_folded_error(error, error.what());
   }
   py::Ref<> owned = py::Ref<>::steal(attribute);
   if (PyCallable_Check(attribute) && !PyType_Check(attribute))
@@ -119,7 +120,7 @@ ValuePtr ConstantValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
   PyObject* item = PyObject_GetItem(object_.get(), key->constant());
   if (item == nullptr) {
     PythonError error = PythonError::fetch();
-    unsupported("constant_fold_raised", error.what());
+    raise_folded_error(error, error.what());
   }
   return ConstantValue::make(py::Ref<>::steal(item));
 }
