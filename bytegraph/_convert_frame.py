@@ -25,6 +25,7 @@ from bytegraph import (_compile_metrics, _distributed, _dynamic, _graph_failure,
 from bytegraph._shape_spec import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
+from bytegraph import exc
 from bytegraph.exc import BytegraphError, ConstraintViolationError, GraphBreakError, InternalError
 
 log = logging.getLogger("bytegraph")
@@ -445,7 +446,7 @@ def graph_break_error(kind, message, user_stack, code):
         if line_part.isdigit():
             filename, lineno = file_part, int(line_part)
     source_line = linecache.getline(filename, lineno)
-    return GraphBreakError(
+    return exc.graph_break_error_type()(
         kind, message, user_stack, filename=filename, lineno=lineno, source_line=source_line,
         hint=_C.break_hint(kind),
     )

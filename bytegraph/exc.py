@@ -68,6 +68,24 @@ class GraphBreakError(BytegraphError, Unsupported):
         super().__init__(f"graph break under fullgraph=True ({kind}): {reason}{where}{code}{tip}")
 
 
+# What a fullgraph break raises: GraphBreakError, or under `python -m bytegraph run` a subclass
+# that is also torch._dynamo.exc.Unsupported (so code written for torch.compile catches it).
+_graph_break_error_type = GraphBreakError
+
+
+def graph_break_error_type():
+    return _graph_break_error_type
+
+
+def set_graph_break_error_type(error_type):
+    """Installs a GraphBreakError subclass as what fullgraph breaks raise; returns the previous one."""
+    global _graph_break_error_type
+    if not issubclass(error_type, GraphBreakError):
+        raise TypeError(f"{error_type!r} is not a subclass of GraphBreakError")
+    previous, _graph_break_error_type = _graph_break_error_type, error_type
+    return previous
+
+
 class CorrectnessError(BytegraphError):
     """`config.verify_correctness`: the compiled call disagreed with the original run eagerly.
 

@@ -122,11 +122,33 @@ class Routing:
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replacements]
         for owner, name, replacement in replacements:
             setattr(owner, name, replacement)
+        self._saved_error_type = bytegraph.exc.set_graph_break_error_type(_torch_compatible_graph_break_error())
 
     def restore(self):
+        import bytegraph
+
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved = []
+        bytegraph.exc.set_graph_break_error_type(self._saved_error_type)
+
+
+def _torch_compatible_graph_break_error():
+    """GraphBreakError that is also torch._dynamo.exc.Unsupported, for code that catches that."""
+    import torch._dynamo.exc
+    from bytegraph.exc import GraphBreakError
+
+    class TorchCompatibleGraphBreakError(GraphBreakError, torch._dynamo.exc.Unsupported):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            # What torch's Unsupported.__init__ sets (its counters are torch._dynamo's, not ours).
+            self.msg = str(self)
+            self.real_stack = []
+            self.category = None
+
+    TorchCompatibleGraphBreakError.__name__ = TorchCompatibleGraphBreakError.__qualname__ = "GraphBreakError"
+    TorchCompatibleGraphBreakError.__module__ = "bytegraph.exc"
+    return TorchCompatibleGraphBreakError
 
 
 def _environment_from_torch():

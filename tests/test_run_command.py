@@ -117,3 +117,22 @@ def test_routing_replaces_torch_entry_points_and_restores_them():
         routing.restore()
         bytegraph.reset()
     assert (torch.compile, torch._dynamo.optimize, torch.compiler.is_compiling, torch.compiler.disable) == original
+
+
+def test_a_fullgraph_break_is_a_torch_dynamo_unsupported_for_code_that_catches_it(tmp_path):
+    script = tmp_path / "catches.py"
+    script.write_text(
+        "import torch\n"
+        "from torch._dynamo.exc import Unsupported\n"
+        "import bytegraph\n"
+        "@torch.compile(fullgraph=True, backend='eager')\n"
+        "def f(x):\n"
+        "    print('a side effect')\n"
+        "    return x + 1\n"
+        "try:\n"
+        "    f(torch.ones(1))\n"
+        "except Unsupported as error:\n"
+        "    print('caught', isinstance(error, bytegraph.exc.GraphBreakError), error.kind)\n")
+    done = _run([str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "caught True print"
