@@ -17,6 +17,7 @@ Errors that mean "this op's output depends on tensor data" are re-raised as
 from __future__ import annotations
 
 import builtins
+import collections
 import copy
 import enum
 import logging
@@ -478,7 +479,8 @@ def _classify_by_rules(obj) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return "builtin"
-        return "user_class" if _is_python_class(obj) else "class"
+        # OrderedDict, a C class, is made in a trace like a dict subclass (its items symbolic).
+        return "user_class" if _is_python_class(obj) or obj is collections.OrderedDict else "class"
     if _is_python_class(type(obj)):
         return "object"
     return "unknown"

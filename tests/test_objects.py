@@ -531,3 +531,19 @@ def test_an_ordered_set_made_in_the_trace():
         result, expected = compiled(x), f(x)
         assert torch.allclose(result[0], expected[0]) and result[1:] == expected[1:]
     assert counter.frame_count == 1
+
+
+def test_an_ordered_dict_made_in_the_trace():
+    def f(x):
+        d = collections.OrderedDict(a=1)
+        d["b"] = x + 1
+        d.update({"c": 3})
+        d.setdefault("a", 5)
+        return d, list(d.keys()), d.pop("c")
+
+    compiled, counter = compiled_with_counter(f)
+    x = torch.randn(2)
+    result = compiled(x)
+    assert type(result[0]) is collections.OrderedDict and list(result[0]) == ["a", "b"]
+    assert torch.allclose(result[0]["b"], x + 1) and result[1:] == (["a", "b", "c"], 3)
+    assert counter.frame_count == 1

@@ -347,6 +347,11 @@ ValuePtr ObjectSlotValue::call(Tracer& tracer, const Args& args, const KwArgs& k
     return ConstantValue::make(py::Ref<>::newref(items->find(args[0]->constant()) >= 0 ? Py_True : Py_False));
   if (name_ == "__iter__" || name_ == "keys" || name_ == "values" || name_ == "items" || name_ == "get")
     return items->get_attr(tracer, name_ == "__iter__" ? "keys" : name_)->call(tracer, args, kwargs);
+  if (name_ == "update" || name_ == "pop" || name_ == "setdefault" || name_ == "clear" || name_ == "popitem") {
+    // dict's own methods, on the items (journaled there); the object is marked changed.
+    tracer.will_mutate(self_);
+    return items->get_attr(tracer, name_)->call(tracer, args, kwargs);
+  }
   unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
 }
 
@@ -496,7 +501,8 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
       unsupported("unsupported_call", "calling " + repr() + ", whose metaclass overrides __call__");
   }
   if (is_exception_class(type)) return make_exception(tracer, type, args, kwargs, source());
-  if (!builtin_new(type) || !PyType_HasFeature(as_type, Py_TPFLAGS_HEAPTYPE))
+  const bool ordered_dict = std::strcmp(as_type->tp_name, "collections.OrderedDict") == 0;
+  if (!builtin_new(type) || !(PyType_HasFeature(as_type, Py_TPFLAGS_HEAPTYPE) || ordered_dict))
     unsupported("unsupported_call", "making an instance of " + repr());
   bool is_dict = PyType_IsSubtype(as_type, &PyDict_Type);
   if (!is_dict && as_type->tp_base != &PyBaseObject_Type && !PyType_IsSubtype(as_type, &PyBaseObject_Type))
