@@ -122,3 +122,66 @@ def test_recursive_generators():
         return x + sum(_tree(4))
 
     capture(f, torch.ones(2), ops=1)
+
+
+def _accumulator(log):
+    total = 0
+    try:
+        while True:
+            value = yield total
+            total += value
+    except GeneratorExit:
+        log.append("exit")
+    finally:
+        log.append("finally")
+
+
+def test_send_close_and_throw():
+    def f(x):
+        log = []
+        g = _accumulator(log)
+        next(g)
+        first, second = g.send(2), g.send(3)
+        g.close()
+        h = _accumulator(log)
+        next(h)
+        try:
+            h.throw(ValueError("into the generator"))
+        except ValueError as e:
+            thrown = str(e)
+        try:
+            next(h)
+        except StopIteration:
+            finished = True
+        return x * second, first, thrown, finished, log
+
+    capture(f, torch.randn(2), ops=1)
+
+
+class _Countdown:
+    """An iterator object: __iter__ returns itself, __next__ raises StopIteration at the end."""
+
+    def __init__(self, start, log):
+        self.value, self.log = start, log
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.value == 0:
+            raise StopIteration
+        self.value -= 1
+        self.log.append(self.value)
+        return self.value
+
+
+def test_an_iterator_object_is_advanced_a_step_at_a_time():
+    def f(x):
+        log = []
+        seen = []
+        for v in _Countdown(3, log):
+            seen.append(len(log))  # the body sees what each __next__ did so far
+            x = x + v
+        return x, seen, list(_Countdown(2, log)), next(_Countdown(5, log))
+
+    capture(f, torch.randn(2), ops=3)

@@ -45,6 +45,15 @@ void jump_if_or_pop(Tracer& tracer, FrameState& frame, const Instruction& inst) 
 
 void get_iter(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr iterable = frame.pop();
+  // iter(obj) runs the class's Python __iter__; what it returns is advanced a step at a time.
+  if (auto* object = dynamic_cast<ObjectValue*>(iterable.get())) {
+    if (ValuePtr iterator = object->inline_special(tracer, "__iter__", {})) {
+      if (!iterator->is_iterator()) iterator = iterator_over(tracer, iterator);
+      if (!iterator) unsupported("unsupported_iteration", "iterating over what " + iterable->repr() + ".__iter__() returned");
+      frame.push(std::move(iterator));
+      return;
+    }
+  }
   if (iterable->is_iterator()) {
     frame.push(iterable);
     return;

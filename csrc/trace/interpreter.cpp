@@ -176,6 +176,15 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
   bool left_handler = false;
   while (!frame.result && !frame.yielded) {
     if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
+    if (frame.thrown) {
+      // Raised where the generator is suspended: at its yield.
+      if (frame.pc == 0) throw InternalError("an exception thrown into a generator that has not started");
+      const bytecode::Instruction& at = *instructions[frame.pc - 1];
+      Raised raised(std::move(frame.thrown), "uncaught_exception", "an exception thrown into a generator");
+      frame.thrown = nullptr;
+      raised.mark_context_set();
+      if (!enter_handler(tracer, frame, at, raised)) throw raised;
+    }
     const bytecode::Instruction& inst = *instructions[frame.pc];
     frame.current = &inst;
     if (!frame.outermost) {

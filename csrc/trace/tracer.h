@@ -60,6 +60,9 @@ struct FrameState {
   // with the yielded value here, and the frame resumes from the next instruction.
   bool generator = false;
   ValuePtr yielded;
+  // An exception thrown into a suspended generator's frame (gen.throw(), gen.close()): raised
+  // at its yield when the frame resumes.
+  ValuePtr thrown;
   // Except and finally blocks being run (PUSH_EXC_INFO entered them, POP_EXCEPT not yet left).
   int handlers_open = 0;
 

@@ -482,6 +482,9 @@ class ObjectValue : public Value {
   // `obj[key] = value`: the class's Python __setitem__ inlined, or a dict subclass's own items.
   void set_item(Tracer& tracer, const ValuePtr& key, const ValuePtr& value);
   std::optional<Args> unpack(Tracer& tracer) override;
+  // An iterator object: its class defines __next__ in Python.
+  bool is_iterator() const override;
+  ValuePtr next_item(Tracer& tracer) override;
 
   // object.__getattribute__ / __setattr__ / __delattr__ themselves (what the class's own
   // overrides reach through super() or object.__setattr__(self, ...)).

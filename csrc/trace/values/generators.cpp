@@ -1,6 +1,7 @@
 // Generators run a step at a time: see values/generators.h.
 #include "trace/values/generators.h"
 
+#include "bytecode/opcodes.h"
 #include "trace/interpreter.h"
 #include "trace/values/exceptions.h"
 
@@ -32,11 +33,29 @@ std::string GeneratorValue::repr() const {
 
 ValuePtr GeneratorValue::returned() const { return returned_ ? returned_ : ConstantValue::none(); }
 
-ValuePtr GeneratorValue::next_item(Tracer& tracer) {
+ValuePtr GeneratorValue::next_item(Tracer& tracer) { return resume(tracer, nullptr, nullptr); }
+
+bool GeneratorValue::delegating() const {
+  // The instruction it resumes at is RESUME with argument 2: "after yield from".
+  if (finished_ || frame_.pc == 0 || frame_.pc >= frame_.code->instructions.size()) return false;
+  const bytecode::Instruction& next = *frame_.code->instructions[frame_.pc];
+  return next.opcode == bytecode::op::RESUME && next.arg == 2;
+}
+
+void GeneratorValue::finish() {
+  finished_ = true;
+  frame_.stack.clear();
+  frame_.locals.clear();
+  frame_.closure.clear();
+}
+
+ValuePtr GeneratorValue::resume(Tracer& tracer, ValuePtr sent, ValuePtr thrown) {
   if (finished_) return nullptr;
   if (running_) unsupported("generator", "generator " + name_ + " is already executing");
   if (tracer.frames.size() >= kMaxFrames) unsupported("recursion_limit", "resuming a generator deeper than 64 frames");
   tracer.journal.save(shared_from_this());
+  if (sent && started()) frame_.stack.back() = std::move(sent);  // what the yield evaluates to
+  frame_.thrown = std::move(thrown);
   running_ = true;
   struct Running {
     bool& flag;
@@ -47,8 +66,7 @@ ValuePtr GeneratorValue::next_item(Tracer& tracer) {
   } catch (const Raised&) {
     // An exception leaving the generator's frame finishes it (the journal restores it on a
     // rollback).
-    finished_ = true;
-    frame_.stack.clear();
+    finish();
     throw;
   }
   if (frame_.yielded) {
@@ -66,6 +84,92 @@ ValuePtr GeneratorValue::next_item(Tracer& tracer) {
 }
 
 std::optional<Args> GeneratorValue::unpack(Tracer& tracer) { return drain(tracer, *this); }
+
+namespace {
+
+bool is_instance_of(const ValuePtr& value, PyObject* type) {
+  PyObject* own = value->python_type();
+  return own != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(own), reinterpret_cast<PyTypeObject*>(type));
+}
+
+// gen.send / gen.throw / gen.close / gen.__next__, bound to the generator.
+class GeneratorMethodValue : public Value {
+ public:
+  GeneratorMethodValue(std::shared_ptr<GeneratorValue> generator, std::string name)
+      : generator_(std::move(generator)), name_(std::move(name)) {}
+  std::string repr() const override { return "GetAttrVariable(" + generator_->repr() + ", " + name_ + ")"; }
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {generator_, name_}; }
+
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    if (!kwargs.empty()) raise_error("bad_call", PyExc_TypeError, name_ + "() takes no keyword arguments");
+    if (name_ == "__next__" && args.empty()) return item_or_stop(tracer, generator_->resume(tracer, nullptr, nullptr));
+    if (name_ == "send" && args.size() == 1) {
+      const bool none = args[0]->is_constant() && args[0]->constant() == Py_None;
+      if (!generator_->started() && !generator_->finished() && !none)
+        raise_error("python_error", PyExc_TypeError, "can't send non-None value to a just-started generator");
+      return item_or_stop(tracer, generator_->resume(tracer, args[0], nullptr));
+    }
+    if ((name_ == "throw" || name_ == "close") && generator_->delegating())
+      unsupported("generator", name_ + "() of a generator suspended in `yield from`");
+    if (name_ == "throw" && !args.empty() && args.size() <= 3) return throw_in(tracer, args);
+    if (name_ == "close" && args.empty()) return close(tracer);
+    raise_error("bad_call", PyExc_TypeError, name_ + "() got " + std::to_string(args.size()) + " arguments");
+  }
+
+ private:
+  ValuePtr item_or_stop(Tracer&, ValuePtr item) {
+    if (item) return item;
+    ValuePtr returned = generator_->returned();
+    raise_error("stop_iteration", PyExc_StopIteration, returned->is_constant() && returned->constant() == Py_None ? nullptr : returned);
+  }
+
+  // throw(exception) / throw(type[, value[, traceback]]).
+  ValuePtr throw_in(Tracer& tracer, const Args& args) {
+    ValuePtr exception = args[0];
+    if (PyObject* real = exception->real_object(); real != nullptr && PyType_Check(real)) {
+      Args constructor_args;
+      if (args.size() >= 2 && !(args[1]->is_constant() && args[1]->constant() == Py_None)) {
+        if (is_instance_of(args[1], real)) exception = args[1];
+        else constructor_args.push_back(args[1]);
+      }
+      if (exception == args[0]) exception = exception->call(tracer, constructor_args, {});
+    }
+    if (!is_exception(*exception))
+      raise_error("python_error", PyExc_TypeError, "exceptions must be classes or instances deriving from BaseException");
+    if (!generator_->started() || generator_->finished()) {
+      generator_->finish();
+      reraise(exception);
+    }
+    return item_or_stop(tracer, generator_->resume(tracer, nullptr, exception));
+  }
+
+  ValuePtr close(Tracer& tracer) {
+    if (!generator_->started() || generator_->finished()) {
+      generator_->finish();
+      return ConstantValue::none();
+    }
+    ValuePtr exit = make_exception(tracer, PyExc_GeneratorExit, {}, {});
+    try {
+      if (generator_->resume(tracer, nullptr, exit))
+        raise_error("python_error", PyExc_RuntimeError, "generator ignored GeneratorExit");
+    } catch (const Raised& raised) {
+      if (raised.exception() == exit || is_instance_of(raised.exception(), PyExc_StopIteration)) return ConstantValue::none();
+      throw;
+    }
+    return ConstantValue::none();
+  }
+
+  std::shared_ptr<GeneratorValue> generator_;
+  std::string name_;
+};
+
+}  // namespace
+
+ValuePtr GeneratorValue::get_attr(Tracer& tracer, const std::string& name) {
+  if (name == "send" || name == "throw" || name == "close" || name == "__next__")
+    return std::make_shared<GeneratorMethodValue>(std::static_pointer_cast<GeneratorValue>(shared_from_this()), name);
+  return Value::get_attr(tracer, name);
+}
 
 std::function<void()> GeneratorValue::saved_state() {
   struct Snapshot {

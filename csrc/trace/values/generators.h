@@ -11,8 +11,9 @@ namespace bytegraph::trace {
 // A generator whose frame runs a step at a time: each item its consumer asks for resumes the
 // frame up to the next yield, so whatever the generator and its consumer do in between (a
 // list one appends to and the other reads, an early stop of any() or next()) happens in the
-// order the real program does it. Only next() is understood (send() of a value other than
-// None and throw() are breaks).
+// order the real program does it. next(), send(), throw() and close() resume the frame as
+// CPython does (a sent value is what the yield evaluates to; a thrown exception is raised at
+// the yield).
 class GeneratorValue : public Value {
  public:
   GeneratorValue(FrameState frame, std::string name) : frame_(std::move(frame)), name_(std::move(name)) {}
@@ -21,6 +22,16 @@ class GeneratorValue : public Value {
   bool truthy(Tracer&) const override { return true; }
   bool is_iterator() const override { return true; }
   ValuePtr next_item(Tracer& tracer) override;
+  // gen.send, gen.throw, gen.close, gen.__next__.
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  // Resumes the frame with `sent` as the yield's value, or `thrown` raised at the yield: the
+  // next item, or null once the generator returned.
+  ValuePtr resume(Tracer& tracer, ValuePtr sent, ValuePtr thrown);
+  bool started() const { return frame_.pc > 0; }
+  // Suspended inside `yield from`: throw() and close() would go to the subiterator first.
+  bool delegating() const;
+  bool finished() const { return finished_; }
+  void finish();
   // The items not consumed yet (consuming them): tuple(gen), sum(gen), `a, b = gen`.
   std::optional<Args> unpack(Tracer& tracer) override;
   std::function<void()> saved_state() override;

@@ -6,6 +6,7 @@
 
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/generators.h"
 #include "trace/values/instance_dict.h"
 
 namespace bytegraph::trace {
@@ -286,10 +287,26 @@ void ObjectValue::set_item(Tracer& tracer, const ValuePtr& key, const ValuePtr& 
 std::optional<Args> ObjectValue::unpack(Tracer& tracer) {
   if (python_override(type_.get(), "__iter__")) {
     ValuePtr iterator = inline_special(tracer, "__iter__", {});
+    if (iterator->is_iterator()) return drain(tracer, *iterator);
     return iterator->unpack(tracer);
   }
   if (items_) return items_->unpack(tracer);
   return std::nullopt;
+}
+
+bool ObjectValue::is_iterator() const { return python_override(type_.get(), "__next__") != nullptr; }
+
+// The class's Python __next__, a step at a time (a loop's body runs between two steps, as in
+// the real program); StopIteration from it ends the iteration.
+ValuePtr ObjectValue::next_item(Tracer& tracer) {
+  try {
+    return inline_special(tracer, "__next__", {});
+  } catch (const Raised& raised) {
+    PyObject* type = raised.exception()->python_type();
+    if (type != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(PyExc_StopIteration)))
+      return nullptr;
+    throw;
+  }
 }
 
 // ---- methods of object and of builtin bases, on a symbolic object ----------------------
