@@ -9,6 +9,7 @@ import torch
 import torch.nn as nn
 
 import bytegraph
+from bytegraph.testing import CompileCounter, same
 from tests._capture import breaks, capture
 
 
@@ -113,3 +114,41 @@ def test_operator_module_functions():
         return operator.add(x, get((1, 2))) * operator.mul(2, 3) + operator.truth(x.ndim)
 
     capture(f, torch.ones(2), ops=3)
+
+
+def test_itertools_over_known_items():
+    import itertools
+
+    def f(x):
+        a = [x, x + 1]
+        out = [t.sum() for t in itertools.chain(a, (x * 2,))]
+        out += [(p * q).sum() for p, q in itertools.product(a, repeat=2)]
+        out += list(itertools.combinations([1, 2, 3], 2)) + list(itertools.permutations("ab"))
+        out += list(itertools.chain.from_iterable([a, a])) + list(itertools.islice([1, 2, 3, 4], 1, 3))
+        out += list(itertools.zip_longest([1], a, fillvalue=x)) + list(itertools.pairwise([1, 2, 3]))
+        out += list(itertools.repeat(x, 2)) + list(itertools.compress("abc", [1, 0, 1]))
+        return out
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(2)
+    assert same(f(x), compiled(x))
+    assert counter.frame_count == 1
+
+
+def test_itertools_over_a_generator_is_a_break_not_a_reordering():
+    # The generator's effects would run before the loop's body: not captured this way.
+    import itertools
+
+    def gen(log):
+        log.append("first")
+        yield 1
+
+    def f(x):
+        log = []
+        for v in itertools.chain(gen(log)):
+            log.append("body")
+        return x + 1, log
+
+    compiled = bytegraph.compile(f, backend="eager")
+    assert same(f(torch.ones(1)), compiled(torch.ones(1)))

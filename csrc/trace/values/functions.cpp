@@ -2,6 +2,7 @@
 // explicit graph break, and opaque objects.
 #include "trace/operators.h"
 #include "trace/tracer.h"
+#include "trace/values/itertools.h"
 
 namespace bytegraph::trace {
 
@@ -169,7 +170,8 @@ ValuePtr BuiltinValue::get_attr(Tracer& tracer, const std::string& name) {
   return tracer.wrap(owned.get(), nullptr);
 }
 
-ValuePtr OpaqueValue::call(Tracer&, const Args&, const KwArgs&) {
+ValuePtr OpaqueValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (ValuePtr iterator = call_itertools(tracer, object_.get(), args, kwargs)) return iterator;
   unsupported("unsupported_call", "calling " + py_repr(object_.get()) + ", which bytegraph cannot trace");
 }
 
