@@ -20,7 +20,7 @@ PIP := $(PY) -m pip install -q -c constraints.txt
 JOBS ?= $(shell nproc)
 PYTEST_ARGS ?=
 
-.PHONY: deps build test test-py test-cpp demo bench leaks asan fuzz peer clean
+.PHONY: deps build test test-py test-cpp demo bench leaks asan fuzz peer zoo-newest clean
 
 # Stamp files keep repeated `make test` from re-running pip and apt.
 # Debian packages the tests use: GoogleTest (C++ units), Chromium + its driver (the trace
@@ -84,6 +84,13 @@ fuzz: build
 # are read from tests/peer/dynamo/ (tests/peer/README.md says where they come from); nothing is
 # fetched. PEER_ARGS passes options, e.g. PEER_ARGS="--jobs 2 --files test_sets --only bytegraph".
 PEER_ARGS ?=
+# The zoo against the newest transformers on the package index (next to the pinned one in
+# the venv): installed into $(BUILD_DIR)/transformers-newest, ahead on the path.
+zoo-newest: build
+	$(PY) -m pip install -q --no-deps --upgrade --target $(BUILD_DIR)/transformers-newest transformers
+	PYTHONPATH=$(BUILD_DIR)/transformers-newest:$(CURDIR) $(PY) -c 'import transformers; print("transformers", transformers.__version__)'
+	PYTHONPATH=$(BUILD_DIR)/transformers-newest:$(CURDIR) $(PY) -m pytest -q -p no:cacheprovider tests/test_zoo.py tests/test_trace_models.py
+
 peer: build
 	$(PIP) -r tests/peer/requirements.txt
 	PYTHONPATH=$(CURDIR) $(PY) tools/peer.py $(PEER_ARGS)

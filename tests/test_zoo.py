@@ -142,8 +142,23 @@ def test_zoo_broken_models_equal_eager(name, mode):
     assert row["bytegraph"]["verdict"] == "ok", (row["bytegraph"].get("error") or {}).get("error")
 
 
+def _pinned_transformers():
+    """The transformers release constraints.txt pins (the floors' op counts are that release's)."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "constraints.txt").read_text()
+    found = re.search(r"^transformers==(\S+)", text, re.MULTILINE)
+    return found.group(1) if found else None
+
+
 @pytest.mark.parametrize("name,mode", _zoo_params())
 def test_zoo_capture_floor(name, mode):
+    import transformers
+
+    if transformers.__version__ != _pinned_transformers():
+        # Another release's models are other code: its op counts differ. Being whole
+        # (test_zoo_captured_whole) is what holds for every release (`make zoo-newest`).
+        pytest.skip(f"op-count floors are transformers {_pinned_transformers()}'s; this is {transformers.__version__}")
     row = _measured(name, mode)
     assert "error" not in row["eager"], f"eager mode fails: {row['eager']['error']}"
     ours = row["bytegraph"]
