@@ -547,3 +547,33 @@ def test_an_ordered_dict_made_in_the_trace():
     assert type(result[0]) is collections.OrderedDict and list(result[0]) == ["a", "b"]
     assert torch.allclose(result[0]["b"], x + 1) and result[1:] == (["a", "b", "c"], 3)
     assert counter.frame_count == 1
+
+
+class TwoAttributes:
+    def __init__(self):
+        self.a, self.b = 1, 2
+
+
+def test_the_dict_of_an_outside_object_agrees_with_its_changed_attributes():
+    # Reading __dict__ after `del obj.a`, changing an attribute after reading __dict__, and
+    # reading an attribute after writing into __dict__: each agrees with eager.
+    def delete_then_read(x, obj):
+        del obj.a
+        return x + len(obj.__dict__), sorted(obj.__dict__), "a" in obj.__dict__
+
+    def read_then_delete(x, obj):
+        d = obj.__dict__
+        del obj.a
+        return x + len(d)
+
+    def write_dict_then_read(x, obj):
+        obj.__dict__["c"] = 5
+        return x + obj.c
+
+    for fn in (delete_then_read, read_then_delete, write_dict_then_read):
+        bytegraph.reset()
+        eager_obj, compiled_obj = TwoAttributes(), TwoAttributes()
+        expected = fn(torch.zeros(1), eager_obj)
+        result = bytegraph.compile(fn, backend="eager")(torch.zeros(1), compiled_obj)
+        assert repr(result) == repr(expected), fn.__name__
+        assert vars(compiled_obj) == vars(eager_obj), fn.__name__

@@ -508,9 +508,12 @@ class ObjectValue : public Value {
  private:
   ValuePtr class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name);
   guards::SourcePtr class_attribute_source(const std::string& name) const;
+  ValuePtr exposed_dict(Tracer& tracer);
+  void check_dict_unchanged(Tracer& tracer, const std::string& name) const;
 
   py::Ref<> type_, real_;
   std::shared_ptr<DictValue> items_;
+  ValuePtr exposed_dict_;  // an object from outside: its __dict__, once the trace read it
 };
 
 // A method of object or of a builtin base class reached on an ObjectValue (through super(),

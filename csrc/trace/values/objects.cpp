@@ -105,6 +105,7 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
     }
     if (is_new() && name == "__dict__")
       return std::make_shared<InstanceDictValue>(std::static_pointer_cast<ObjectValue>(shared_from_this()));
+    if (!is_new() && name == "__dict__") return exposed_dict(tracer);
     if (is_new() && is_exception_slot(type_.get(), name)) return exception_slot(tracer, *this, name);
     if (is_new() && is_declared_slot(descriptor)) {
       for (const auto& [attr, value] : attrs)
@@ -131,6 +132,7 @@ ValuePtr ObjectValue::generic_get_attr(Tracer& tracer, const std::string& name) 
     goto missing;
   }
   if (!is_new()) {
+    check_dict_unchanged(tracer, name);
     py::Ref<> dict = py::Ref<>::steal(PyObject_GenericGetDict(real_.get(), nullptr));
     if (!dict) PyErr_Clear();
     PyObject* found = dict ? PyDict_GetItemString(dict.get(), name.c_str()) : nullptr;  // borrowed
@@ -158,7 +160,30 @@ void ObjectValue::set_attr(Tracer& tracer, const std::string& name, const ValueP
   generic_set_attr(tracer, name, value);
 }
 
+// The instance dict of an object from outside, read as a dict. It and the attributes the trace
+// changes are two views of one real dict: while both could change, neither is read stale —
+// the trace breaks where they would disagree.
+ValuePtr ObjectValue::exposed_dict(Tracer& tracer) {
+  if (exposed_dict_) return exposed_dict_;
+  for (const auto& [attr, value] : attrs) {
+    (void)value;
+    unsupported("side_effect", "reading the __dict__ of " + repr() + " after the trace changed its attribute '" + attr + "'");
+  }
+  py::Ref<> real = check(PyObject_GetAttrString(real_.get(), "__dict__"));
+  exposed_dict_ = tracer.wrap(real.get(), source() ? guards::attr_source(source(), "__dict__") : nullptr);
+  return exposed_dict_;
+}
+
+void ObjectValue::check_dict_unchanged(Tracer& tracer, const std::string& name) const {
+  if (!exposed_dict_) return;
+  for (const ValuePtr& mutated : tracer.side_effects.mutated())
+    if (mutated == exposed_dict_)
+      unsupported("side_effect", "attribute '" + name + "' of " + repr() + " after the trace changed its __dict__");
+}
+
 void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
+  if (!is_new() && exposed_dict_)
+    unsupported("side_effect", "changing attribute '" + name + "' of " + repr() + " after its __dict__ was read");
   PyObject* descriptor = type_lookup(type_.get(), name);
   if (is_data_descriptor(descriptor)) {
     if (PyObject_TypeCheck(descriptor, &PyProperty_Type)) {
@@ -191,6 +216,8 @@ void ObjectValue::del_attr(Tracer& tracer, const std::string& name) {
 }
 
 void ObjectValue::generic_del_attr(Tracer& tracer, const std::string& name) {
+  if (!is_new() && exposed_dict_)
+    unsupported("side_effect", "deleting attribute '" + name + "' of " + repr() + " after its __dict__ was read");
   // Only what exists may be deleted: the read raises the break if it does not.
   generic_get_attr(tracer, name);
   tracer.will_mutate(shared_from_this());
