@@ -79,7 +79,7 @@ bool all_constant(const Args& args, const KwArgs& kwargs) {
   return true;
 }
 
-ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
+PyObject* call_with_constants(PyObject* function, const Args& args, const KwArgs& kwargs) {
   py::Ref<> tuple = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
   for (size_t i = 0; i < args.size(); ++i)
     PyTuple_SET_ITEM(tuple.get(), i, constant_of(args[i]).release());
@@ -89,7 +89,11 @@ ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
     for (const auto& [name, value] : kwargs)
       check_status(PyDict_SetItemString(dict.get(), name.c_str(), constant_of(value).get()));
   }
-  PyObject* result = PyObject_Call(function, tuple.get(), dict.get());
+  return PyObject_Call(function, tuple.get(), dict.get());
+}
+
+ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs) {
+  PyObject* result = call_with_constants(function, args, kwargs);
   if (result == nullptr) {
     // The real operation raised (1 / 0): the program's handlers see that exception.
     PythonError error = PythonError::fetch();

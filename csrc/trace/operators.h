@@ -17,6 +17,9 @@ ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& ope
 bool all_constant(const Args& args, const KwArgs& kwargs = {});
 // The real Python object of a constant or a container of constants; null otherwise.
 py::Ref<> constant_of(const ValuePtr& value);
+// Calls `function` for real on constant arguments: the new reference, or null with the
+// Python error set.
+PyObject* call_with_constants(PyObject* function, const Args& args, const KwArgs& kwargs = {});
 // Calls `function` for real on constant arguments and wraps the result as a constant.
 ValuePtr fold(PyObject* function, const Args& args, const KwArgs& kwargs = {});
 // Wraps the real result of a folded call (lists and dicts become symbolic containers).

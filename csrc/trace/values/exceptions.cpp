@@ -82,12 +82,7 @@ ValuePtr make_real_exception(PyObject* type, const Args& args, const KwArgs& kwa
   if (PyType_HasFeature(reinterpret_cast<PyTypeObject*>(type), Py_TPFLAGS_HEAPTYPE) || !constant_arguments(args, kwargs))
     unsupported("unsupported_call", "making an instance of " + type_name(type) + " (its builtin base keeps state "
                                     "of its own) from these arguments");
-  py::Ref<> positional = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
-  for (size_t i = 0; i < args.size(); ++i)
-    PyTuple_SET_ITEM(positional.get(), static_cast<Py_ssize_t>(i), py::Ref<>::newref(args[i]->constant()).release());
-  py::Ref<> keywords = check(PyDict_New());
-  for (const auto& [name, value] : kwargs) check_status(PyDict_SetItemString(keywords.get(), name.c_str(), value->constant()));
-  py::Ref<> real = check(PyObject_Call(type, positional.get(), keywords.get()));
+  py::Ref<> real = check(call_with_constants(type, args, kwargs));
   return std::make_shared<ObjectValue>(py::Ref<>::newref(type), std::move(real), nullptr);
 }
 

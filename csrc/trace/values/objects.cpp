@@ -4,6 +4,7 @@
 #include <cstring>
 #include "python/type_dict.h"
 
+#include "trace/operators.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
@@ -476,12 +477,7 @@ ValuePtr ClassValue::make_stateless_module(Tracer& tracer, const Args& args, con
   // Only torch.nn's leaf modules: their constructors run no user code.
   py::Ref<> probe = check(PyObject_CallMethod(type, "__new__", "O", type));
   if (classify(probe.get()) != ObjectKind::LeafModule) return refuse("only torch.nn's own leaf modules are made in a trace");
-  py::Ref<> positional = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
-  for (size_t i = 0; i < args.size(); ++i)
-    PyTuple_SET_ITEM(positional.get(), static_cast<Py_ssize_t>(i), py::Ref<>::newref(args[i]->constant()).release());
-  py::Ref<> keywords = check(PyDict_New());
-  for (const auto& [name, value] : kwargs) check_status(PyDict_SetItemString(keywords.get(), name.c_str(), value->constant()));
-  py::Ref<> module = check(PyObject_Call(type, positional.get(), keywords.get()));
+  py::Ref<> module = check(call_with_constants(type, args, kwargs));
   if (!holds_nothing(module.get(), "_parameters") || !holds_nothing(module.get(), "_buffers") ||
       !holds_nothing(module.get(), "_modules"))
     return refuse("it holds parameters, buffers or submodules of its own");
