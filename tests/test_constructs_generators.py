@@ -185,3 +185,17 @@ def test_an_iterator_object_is_advanced_a_step_at_a_time():
         return x, seen, list(_Countdown(2, log)), next(_Countdown(5, log))
 
     capture(f, torch.randn(2), ops=3)
+
+
+def test_a_stop_iteration_leaving_a_generator_becomes_a_runtime_error():
+    def stops_early():
+        yield 1
+        raise StopIteration  # PEP 479
+
+    def f(x):
+        try:
+            list(stops_early())
+        except RuntimeError as e:
+            return x + 1, str(e), type(e.__cause__).__name__
+
+    capture(f, torch.randn(2), ops=1)

@@ -151,3 +151,19 @@ def test_set_mutation_in_a_rolled_back_instruction_is_undone():
         trace(f, torch.ones(2))
     assert info.value.kind == "unsupported_set"
     assert info.value.partial.graph_break["locals"]["s"] == "SetVariable({1})"
+
+
+def test_isdisjoint_and_issuperset_stop_consuming_a_generator_at_the_deciding_item():
+    def f(x):
+        produced = []
+
+        def gen():
+            for v in (1, 2, 3):
+                produced.append(v)
+                yield v
+
+        disjoint = {2, 4}.isdisjoint(gen())          # stops at 2
+        superset = {1, 3}.issuperset(gen())          # stops at 2
+        return x + len(produced), disjoint, superset, produced
+
+    capture(f, torch.randn(2), ops=1)

@@ -63,10 +63,12 @@ ValuePtr GeneratorValue::resume(Tracer& tracer, ValuePtr sent, ValuePtr thrown) 
   } running{running_};
   try {
     run_frame(tracer, frame_, nullptr);
-  } catch (const Raised&) {
+  } catch (const Raised& raised) {
     // An exception leaving the generator's frame finishes it (the journal restores it on a
-    // rollback).
+    // rollback). A StopIteration becomes a RuntimeError (PEP 479; 3.12+ does it in the frame).
     finish();
+    ValuePtr replaced = stop_iteration_error(raised.exception());
+    if (replaced != raised.exception()) throw Raised(replaced, raised.kind(), "generator raised StopIteration", true);
     throw;
   }
   if (frame_.yielded) {

@@ -181,6 +181,14 @@ class SetMethodValue : public Value {
       set.assign(keys.get(), sets_among(operands));
       return ConstantValue::none();
     }
+    // Over an iterator, CPython stops at the first item that decides (the rest is never
+    // produced: a generator's later effects do not happen).
+    if ((name_ == "isdisjoint" || name_ == "issuperset") && args.size() == 1 && args[0]->is_iterator()) {
+      const bool want_member = name_ == "isdisjoint";
+      while (ValuePtr item = args[0]->next_item(tracer))
+        if (set.contains(tracer, item) == want_member) return make_bool(false);
+      return make_bool(true);
+    }
     static const std::pair<const char*, int> predicates[] = {{"issubset", Py_LE}, {"issuperset", Py_GE}};
     for (const auto& [method, op] : predicates) {
       if (name_ != method || args.size() != 1) continue;
