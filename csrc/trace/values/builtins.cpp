@@ -149,9 +149,7 @@ ValuePtr attribute_or_null(Tracer& tracer, const ValuePtr& owner, const std::str
     } catch (const Raised& raised) {
       // getattr(obj, name, default) swallows AttributeError wherever it came from (a property,
       // __getattr__), as Python does.
-      PyObject* type = raised.exception()->python_type();
-      if (type != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(PyExc_AttributeError)))
-        return nullptr;
+      if (raised.is_a(PyExc_AttributeError)) return nullptr;
       throw;
     }
   }
@@ -205,9 +203,7 @@ ValuePtr call_hasattr(Tracer& tracer, const Args& args) {
     args[0]->get_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
     return make_bool(true);
   } catch (const Raised& raised) {
-    PyObject* type = raised.exception()->python_type();
-    if (type != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(PyExc_AttributeError)))
-      return make_bool(false);
+    if (raised.is_a(PyExc_AttributeError)) return make_bool(false);
     unsupported("unsupported_call", "hasattr on " + args[0]->repr());
   } catch (const Unsupported&) {
     unsupported("unsupported_call", "hasattr on " + args[0]->repr());

@@ -118,6 +118,13 @@ std::string describe(const ValuePtr& exception) {
 
 bool is_exception_class(PyObject* type) { return subclass_of(type, PyExc_BaseException); }
 
+bool is_instance_of(const Value& value, PyObject* type) {
+  PyObject* own = value.python_type();
+  return own != nullptr && subclass_of(own, type);
+}
+
+bool Raised::is_a(PyObject* type) const { return is_instance_of(*exception_, type); }
+
 bool is_exception(const Value& value) {
   PyObject* type = value.python_type();
   return type != nullptr && is_exception_class(type) && dynamic_cast<const ObjectValue*>(&value) != nullptr;

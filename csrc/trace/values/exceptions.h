@@ -24,6 +24,8 @@ class Raised : public Unsupported {
   Raised(ValuePtr exception, std::string kind, std::string message, bool reraise = false)
       : Unsupported(std::move(kind), std::move(message)), exception_(std::move(exception)), context_set_(reraise) {}
   const ValuePtr& exception() const { return exception_; }
+  // Whether the exception is an instance of `type` (what an except clause for it catches).
+  bool is_a(PyObject* type) const;
   // Python sets a raised exception's __context__ to the exception being handled where it is
   // raised (a re-raise keeps it): done once, by the frame it is raised in.
   bool context_set() const { return context_set_; }
@@ -36,6 +38,8 @@ class Raised : public Unsupported {
 
 // Whether `type` is a class deriving from BaseException.
 bool is_exception_class(PyObject* type);
+// Whether `value`'s type is `type` or a subclass of it (false where the type is unknown).
+bool is_instance_of(const Value& value, PyObject* type);
 // Whether `value` is an exception object (its type derives from BaseException).
 bool is_exception(const Value& value);
 

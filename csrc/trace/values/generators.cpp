@@ -89,11 +89,6 @@ std::optional<Args> GeneratorValue::unpack(Tracer& tracer) { return drain(tracer
 
 namespace {
 
-bool is_instance_of(const ValuePtr& value, PyObject* type) {
-  PyObject* own = value->python_type();
-  return own != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(own), reinterpret_cast<PyTypeObject*>(type));
-}
-
 // gen.send / gen.throw / gen.close / gen.__next__, bound to the generator.
 class GeneratorMethodValue : public Value {
  public:
@@ -131,7 +126,7 @@ class GeneratorMethodValue : public Value {
     if (PyObject* real = exception->real_object(); real != nullptr && PyType_Check(real)) {
       Args constructor_args;
       if (args.size() >= 2 && !(args[1]->is_constant() && args[1]->constant() == Py_None)) {
-        if (is_instance_of(args[1], real)) exception = args[1];
+        if (is_instance_of(*args[1], real)) exception = args[1];
         else constructor_args.push_back(args[1]);
       }
       if (exception == args[0]) exception = exception->call(tracer, constructor_args, {});
@@ -155,7 +150,7 @@ class GeneratorMethodValue : public Value {
       if (generator_->resume(tracer, nullptr, exit))
         raise_error("python_error", PyExc_RuntimeError, "generator ignored GeneratorExit");
     } catch (const Raised& raised) {
-      if (raised.exception() == exit || is_instance_of(raised.exception(), PyExc_StopIteration)) return ConstantValue::none();
+      if (raised.exception() == exit || raised.is_a(PyExc_StopIteration)) return ConstantValue::none();
       throw;
     }
     return ConstantValue::none();

@@ -330,9 +330,7 @@ ValuePtr ObjectValue::next_item(Tracer& tracer) {
   try {
     return inline_special(tracer, "__next__", {});
   } catch (const Raised& raised) {
-    PyObject* type = raised.exception()->python_type();
-    if (type != nullptr && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(PyExc_StopIteration)))
-      return nullptr;
+    if (raised.is_a(PyExc_StopIteration)) return nullptr;
     throw;
   }
 }
