@@ -158,6 +158,43 @@ def test_a_global_of_another_module_written_by_an_inlined_helper():
         other.COUNT = saved
 
 
+def test_a_module_attribute_reads_what_the_trace_wrote_to_that_module():
+    import _trace_other_module as other
+
+    def f(x):
+        y = other.bump(x)  # writes other.COUNT as a global of its module
+        other.SCALE = other.SCALE + 1  # writes the module's attribute
+        return y * other.COUNT + other.SCALE
+
+    cf, counter = compiled_with_counter(f)
+    saved = other.COUNT, other.SCALE
+    try:
+        with bytegraph.config.patch(verify_correctness=False):
+            out = cf(torch.ones(2))
+        torch.testing.assert_close(out, torch.full((2,), 2.0 * (saved[0] + 1) + saved[1] + 1))
+        assert (other.COUNT, other.SCALE) == (saved[0] + 1, saved[1] + 1)
+        assert counter.frame_count == 1 and counter.op_count >= 2
+    finally:
+        other.COUNT, other.SCALE = saved
+
+
+def test_deleting_a_module_attribute_then_reading_it_raises():
+    import _trace_other_module as other
+
+    def f(x):
+        other.EXTRA = 1
+        del other.EXTRA
+        try:
+            return x + other.EXTRA
+        except AttributeError:
+            return x - 1
+
+    cf, counter = compiled_with_counter(f)
+    torch.testing.assert_close(cf(torch.ones(2)), torch.zeros(2))
+    assert not hasattr(other, "EXTRA")
+    assert counter.frame_count == 1
+
+
 def test_nonlocal_counters_are_written_back():
     count = 0
     seen = []

@@ -14,7 +14,9 @@ std::string value_name(size_t i) { return "___effect_value" + std::to_string(i);
 bool has_target(const SideEffectPlan& effect) {
   return effect.kind != SideEffectPlan::Kind::StoreGlobal && effect.kind != SideEffectPlan::Kind::StoreDeref;
 }
-bool has_value(const SideEffectPlan& effect) { return effect.kind != SideEffectPlan::Kind::DelAttr; }
+bool has_value(const SideEffectPlan& effect) {
+  return effect.kind != SideEffectPlan::Kind::DelAttr && effect.kind != SideEffectPlan::Kind::DelItem;
+}
 
 PyObject* builtin_attr(PyObject* type, const char* name) {
   // Borrowed from the type's dict, which lives as long as the interpreter.
@@ -138,6 +140,15 @@ void emit_side_effect_writes(CodeBuilder& builder, const std::vector<SideEffectP
         builder.load_const(interned(effect.name).get());
         builder.store_subscr();
         break;
+      case Kind::DelItem: {
+        py::Ref<> name = interned(effect.name);
+        call_and_drop(builder, builtin_attr(reinterpret_cast<PyObject*>(&PyDict_Type), "pop"), 3, [&] {
+          builder.load_fast(target);
+          builder.load_const(name.get());
+          builder.load_const(Py_None);
+        });
+        break;
+      }
     }
   }
 }

@@ -24,11 +24,12 @@ struct SideEffectPlan {
     StoreGlobal,       // the frame's global `name` = value
     StoreDeref,        // the frame's cell or free variable `name` = value
     SetItem,           // target[name] = value (another module's globals)
+    DelItem,           // dict.pop(target, name, None): a deleted global, there before the call or not
   };
   Kind kind;
   OutputPlan target;  // unused for StoreGlobal and StoreDeref
   std::string name;
-  OutputPlan value;   // unused for DelAttr
+  OutputPlan value;   // unused for DelAttr and DelItem
   py::Ref<> setter;   // SetAttr: object.__setattr__ (bypassing a __setattr__ the trace ran), or null
 
   SideEffectPlan() = default;

@@ -2,6 +2,7 @@
 
 #include "bytecode/opcodes.h"
 #include "python/errors.h"
+#include "python/import.h"
 
 namespace bytegraph::codegen {
 
@@ -48,8 +49,14 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
       emit_load_source(builder, *source.base, code);
       builder.load_attr("__dict__");
       return;
-    case Kind::Globals:
-      throw InternalError("codegen: the globals dict is not a value to load");
+    case Kind::Globals: {
+      // builtins.globals() called from the generated code is its frame's globals.
+      builder.before_callable();
+      builder.load_const(builtin_object("globals"));
+      builder.after_callable();
+      builder.call(0);
+      return;
+    }
     case Kind::Held:
       builder.load_const(source.key.get());
       return;

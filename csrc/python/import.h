@@ -12,4 +12,8 @@ namespace bytegraph {
 // PythonError.
 py::Ref<> import_module(const char* name);
 
+// builtins.`name` (borrowed, kept for the process: the builtins module is never unloaded).
+// Throws PythonError if there is no such builtin.
+PyObject* builtin_object(const char* name);
+
 }  // namespace bytegraph

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "python/errors.h"
+#include "python/import.h"
 #include "trace/value.h"
 
 namespace bytegraph::trace {
@@ -53,8 +54,7 @@ const Bridge& Bridge::get() {
     b->set_grad_enabled = attr(torch_c.get(), "_set_grad_enabled");
     py::Ref<> op = check(PyImport_ImportModule("operator"));
     b->getitem = attr(op.get(), "getitem");
-    py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
-    b->getattr = attr(builtins.get(), "getattr");
+    b->getattr = py::Ref<>::newref(builtin_object("getattr"));
     py::Ref<> linecache = check(PyImport_ImportModule("linecache"));
     b->linecache_getline = attr(linecache.get(), "getline");
     return b;

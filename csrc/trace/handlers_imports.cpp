@@ -3,6 +3,7 @@
 // runs no module code (it only looks sys.modules and module attributes up). An import that
 // would load a module for the first time is a break: loading runs that module's code.
 #include "trace/interpreter.h"
+#include "python/import.h"
 
 namespace bytegraph::trace {
 
@@ -60,10 +61,7 @@ std::string resolve(const FrameState& frame, const std::string& name, long level
 
 // The import statement calls builtins.__import__: a replaced one may do anything.
 void require_default_import(const FrameState& frame) {
-  static PyObject* original = [] {
-    py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
-    return check(PyObject_GetAttrString(builtins.get(), "__import__")).release();  // kept for the process
-  }();
+  static PyObject* original = builtin_object("__import__");
   PyObject* builtins = frame.builtins.get();
   PyObject* current = PyDict_Check(builtins) ? PyDict_GetItemString(builtins, "__import__") : nullptr;
   py::Ref<> owned;

@@ -132,16 +132,22 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
   return effects;
 }
 
-// Each global written in the trace gets its last value (a deleted one is a break).
+// Each global written in the trace gets its last value, or is removed if it was deleted last.
 void PlanWriter::global_effects(std::vector<codegen::SideEffectPlan>& effects) {
   using Effect = codegen::SideEffectPlan;
   const auto& writes = tracer_.side_effects.global_writes();
   for (size_t i = 0; i < writes.size(); ++i) {
     const auto& write = writes[i];
     if (tracer_.side_effects.global_written(write.globals, write.name) != &write) continue;  // overwritten later
-    if (!write.value) throw NotRestorable{"the global '" + write.name + "', deleted in the trace"};
     Effect effect;
     effect.name = write.name;
+    if (!write.value) {
+      effect.kind = Effect::Kind::DelItem;
+      bool own = write.globals == frame_.globals.get();
+      effect.target = OutputPlan::of_source(own ? guards::globals_dict_source() : held_globals_source(write.globals));
+      effects.push_back(std::move(effect));
+      continue;
+    }
     effect.value = plan(write.value);
     if (write.globals == frame_.globals.get()) {
       effect.kind = Effect::Kind::StoreGlobal;

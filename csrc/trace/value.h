@@ -452,9 +452,12 @@ class PythonModuleValue : public Value {
   std::string repr() const override;
   PyObject* python_type() const override { return (PyObject*)&PyModule_Type; }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  void set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) override;
+  void del_attr(Tracer& tracer, const std::string& name) override;
   PyObject* real_object() const override { return module_.get(); }
 
  private:
+  void write(Tracer& tracer, const std::string& name, ValuePtr value);
   py::Ref<> module_;
 };
 

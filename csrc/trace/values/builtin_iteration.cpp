@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "python/import.h"
 #include "trace/operators.h"
 #include "trace/values/generators.h"
 #include "trace/values/iterators.h"
@@ -14,11 +15,7 @@ namespace bytegraph::trace {
 
 namespace {
 
-PyObject* builtin(const char* name) {
-  static PyObject* module = check(PyImport_ImportModule("builtins")).release();  // kept for the process
-  py::Ref<> object = check(PyObject_GetAttrString(module, name));
-  return object.get();  // the module keeps it alive
-}
+PyObject* builtin(const char* name) { return builtin_object(name); }
 
 bool is(PyObject* function, const char* name) { return function == builtin(name); }
 

@@ -6,6 +6,7 @@
 
 #include "python/type_dict.h"
 
+#include "python/import.h"
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
 #include "trace/values/exceptions.h"
@@ -20,15 +21,7 @@ namespace bytegraph::trace {
 
 namespace {
 
-PyObject* builtin(const char* name) {
-  static PyObject* module = check(PyImport_ImportModule("builtins")).release();  // kept for the process
-  static std::unordered_map<std::string, PyObject*> cache;
-  auto found = cache.find(name);
-  if (found != cache.end()) return found->second;
-  PyObject* object = check(PyObject_GetAttrString(module, name)).release();
-  cache.emplace(name, object);
-  return object;
-}
+PyObject* builtin(const char* name) { return builtin_object(name); }
 
 // Builtins safe to run for real on constant arguments (no I/O, no mutation of anything).
 bool foldable_builtin(PyObject* function) {

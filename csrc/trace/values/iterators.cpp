@@ -1,17 +1,14 @@
 // Lazy iterators: see values/iterators.h.
 #include "trace/values/iterators.h"
 
+#include "python/import.h"
 #include "trace/values/generators.h"
 
 namespace bytegraph::trace {
 
 namespace {
 
-PyObject* builtin_type(const char* name) {
-  static PyObject* module = check(PyImport_ImportModule("builtins")).release();  // kept for the process
-  py::Ref<> type = check(PyObject_GetAttrString(module, name));
-  return type.get();  // the module keeps it alive
-}
+PyObject* builtin_type(const char* name) { return builtin_object(name); }
 
 class MapValue : public LazyIteratorValue {
  public:

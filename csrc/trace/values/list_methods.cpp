@@ -1,6 +1,7 @@
 // List methods and sorting: see values/list_methods.h.
 #include "trace/values/list_methods.h"
 
+#include "python/import.h"
 #include "trace/operators.h"
 #include "trace/values/exceptions.h"
 
@@ -24,15 +25,14 @@ Args sort_items(Tracer& tracer, const Args& items, const ValuePtr& key, bool rev
   }
   // sorted(range(n), key=keys.__getitem__, reverse=reverse): the permutation CPython's sort
   // makes (stable, reverse kept stable, its comparisons and their errors).
-  py::Ref<> builtins = check(PyImport_ImportModule("builtins"));
-  py::Ref<> sorted = check(PyObject_GetAttrString(builtins.get(), "sorted"));
+  PyObject* sorted = builtin_object("sorted");
   py::Ref<> indices = check(PyObject_CallFunction((PyObject*)&PyRange_Type, "n", static_cast<Py_ssize_t>(items.size())));
   py::Ref<> getter = check(PyObject_GetAttrString(keys.get(), "__getitem__"));
   py::Ref<> args = check(PyTuple_Pack(1, indices.get()));
   py::Ref<> kwargs = check(PyDict_New());
   check_status(PyDict_SetItemString(kwargs.get(), "key", getter.get()));
   check_status(PyDict_SetItemString(kwargs.get(), "reverse", reverse ? Py_True : Py_False));
-  py::Ref<> order = check(PyObject_Call(sorted.get(), args.get(), kwargs.get()));
+  py::Ref<> order = check(PyObject_Call(sorted, args.get(), kwargs.get()));
   Args result;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order.get()); ++i)
     result.push_back(items[PyLong_AsSsize_t(PyList_GET_ITEM(order.get(), i))]);

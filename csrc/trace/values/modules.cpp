@@ -289,7 +289,15 @@ std::string PythonModuleValue::repr() const {
   return "PythonModuleVariable(" + std::string(PyModule_GetName(module_.get())) + ")";
 }
 
+// A module's attributes are its globals: what the trace assigned to one (through the module
+// or by a function of that module) is what later reads see.
 ValuePtr PythonModuleValue::get_attr(Tracer& tracer, const std::string& name) {
+  if (const SideEffects::GlobalWrite* written = tracer.side_effects.global_written(PyModule_GetDict(module_.get()), name)) {
+    if (!written->value)
+      raise_error("attribute_error", PyExc_AttributeError,
+                  "module '" + std::string(PyModule_GetName(module_.get())) + "' has no attribute '" + name + "'");
+    return written->value;
+  }
   PyObject* attribute = PyObject_GetAttrString(module_.get(), name.c_str());
   if (attribute == nullptr) {
     PythonError error = PythonError::fetch();
@@ -297,6 +305,21 @@ ValuePtr PythonModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   }
   py::Ref<> real = py::Ref<>::steal(attribute);
   return tracer.wrap(real.get(), source() ? guards::attr_source(source(), name) : nullptr);
+}
+
+void PythonModuleValue::write(Tracer& tracer, const std::string& name, ValuePtr value) {
+  // Generated code writes the module's dict; without a source the trace cannot name it.
+  if (!source()) unsupported("side_effect", "assigning " + name + " of " + repr());
+  tracer.side_effects.write_global(PyModule_GetDict(module_.get()), name, std::move(value));
+}
+
+void PythonModuleValue::set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) {
+  write(tracer, name, value);
+}
+
+void PythonModuleValue::del_attr(Tracer& tracer, const std::string& name) {
+  get_attr(tracer, name);  // deleting a missing attribute raises AttributeError
+  write(tracer, name, nullptr);
 }
 
 }  // namespace bytegraph::trace

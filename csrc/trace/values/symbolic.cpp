@@ -1,6 +1,7 @@
 // Symbolic sizes and ints (see trace/symbolic.h).
 #include "trace/symbolic.h"
 
+#include "python/import.h"
 #include "trace/operators.h"
 #include "trace/trace.h"
 
@@ -57,16 +58,6 @@ ValuePtr record_pure(Tracer& tracer, graph::Op op, py::Ref<> target, const Args&
   ValuePtr result = tracer.record(op, std::move(target), args, kwargs);
   for (size_t i = before; i < tracer.graph.size(); ++i) tracer.graph.node(i).pure = true;
   return result;
-}
-
-PyObject* builtin_object(const char* name) {
-  static PyObject* module = check(PyImport_ImportModule("builtins")).release();  // kept for the process
-  static std::unordered_map<std::string, PyObject*> cache;
-  auto found = cache.find(name);
-  if (found != cache.end()) return found->second;
-  PyObject* object = check(PyObject_GetAttrString(module, name)).release();
-  cache.emplace(name, object);
-  return object;
 }
 
 std::string callable_name(PyObject* function) {
