@@ -413,7 +413,7 @@ def _kinds_of_exact_types():
 
     kinds = {cls: "constant" for cls in (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                                           torch.dtype, torch.device, torch.Size, slice, range)}
-    kinds.update({list: "list", dict: "dict", tuple: "tuple"})
+    kinds.update({list: "list", dict: "dict", tuple: "tuple", set: "set"})
     for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):
         if not _has_custom_torch_function(cls):
             kinds[cls] = "tensor"
@@ -447,8 +447,8 @@ def _classify_by_rules(obj) -> str:
         return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
-    if type(obj) is frozenset and all(classify(item) == "constant" for item in obj):
-        return "constant"
+    if type(obj) is frozenset:
+        return "constant" if all(classify(item) == "constant" for item in obj) else "set"
     if isinstance(obj, torch.nn.Module):
         return "leaf_module" if _is_leaf_module_class(type(obj)) else "module"
     if isinstance(obj, tuple) and (type(obj) is tuple or _is_named_tuple_class(type(obj))):

@@ -7,6 +7,7 @@ import torch.nn as nn
 
 import bytegraph
 import bytegraph._C as C
+from bytegraph.testing import CompileCounter, same
 from tests._capture import breaks, capture
 from tests._trace_helpers import trace
 
@@ -167,3 +168,149 @@ def test_isdisjoint_and_issuperset_stop_consuming_a_generator_at_the_deciding_it
         return x + len(produced), disjoint, superset, produced
 
     capture(f, torch.randn(2), ops=1)
+
+
+# ---- sets from outside the trace --------------------------------------------------------
+
+SKIPPED_NAMES = {"b", "c"}
+
+
+def test_a_set_argument_is_read_by_its_members_and_guarded_on_them():
+    def f(x, names):
+        if "a" in names and "z" not in names:
+            x = x + len(names)
+        return x * 2, sorted(names)
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    names = {"a", "b"}
+    assert same(compiled(torch.ones(2), names), f(torch.ones(2), names))
+    assert same(compiled(torch.ones(2), {"b", "a"}), f(torch.ones(2), {"a", "b"}))
+    assert counter.frame_count == 1 and counter.op_count == 2
+    # Other members: the trace read them, so a new one is traced.
+    assert same(compiled(torch.ones(2), {"z", "a"}), f(torch.ones(2), {"z", "a"}))
+    assert counter.frame_count == 2
+    names.add("q")  # mutated in place between calls: the guard sees it
+    assert same(compiled(torch.ones(2), names), f(torch.ones(2), names))
+    assert counter.frame_count == 3
+
+
+def test_changes_to_a_set_from_outside_are_written_back():
+    def f(x, seen):
+        seen.add("step")
+        seen.discard("old")
+        return x + len(seen)
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    mine, theirs = {"old", 1}, {"old", 1}
+    expected = f(torch.ones(1), theirs)
+    assert same(compiled(torch.ones(1), mine), expected)
+    assert mine == theirs == {1, "step"}
+    assert counter.frame_count == 1 and counter.op_count == 1
+
+
+def test_a_global_set_of_functions_guards_their_identity():
+    def relu(t):
+        return t.relu()
+
+    def neg(t):
+        return -t
+
+    allowed = {relu}
+
+    def f(x, fn):
+        if fn in allowed:
+            return fn(x)
+        return x * 2
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(4)
+    assert same(compiled(x, relu), relu(x))
+    assert same(compiled(x, neg), x * 2)
+    allowed.add(neg)
+    assert same(compiled(x, neg), neg(x))  # the set changed: not the answer traced before
+    assert counter.frame_count == 3
+
+
+def test_a_set_reached_twice_is_one_set():
+    def f(x, a, b):
+        a.add(3)
+        return x + len(b)
+
+    s = {1}
+    out, _ = capture(f, torch.ones(1), s, s, calls=1)
+    assert s == {1, 3}
+    assert same(out, torch.ones(1) * 3)
+
+
+def test_a_set_of_tensors_from_outside_is_passed_along_untouched():
+    t = torch.ones(1)
+
+    def f(x, s):
+        return x + 1, s
+
+    counter = CompileCounter()
+    out = bytegraph.compile(f, backend=counter, fullgraph=True)(torch.ones(1), {t})
+    assert out[1] == {t} and counter.frame_count == 1
+
+
+# ---- set and frozenset subclasses ----------------------------------------------------------
+
+
+class Tags(set):
+    def add(self, item):  # an override reaching set's own method through super()
+        return super().add(item.lower())
+
+
+class FrozenTags(frozenset):
+    def joined(self):
+        return ",".join(sorted(self))
+
+
+def test_set_subclass_made_in_the_trace_keeps_its_class_and_overrides():
+    def f(x):
+        tags = Tags(["a"])
+        tags.add("B")
+        tags |= {"c"}
+        both = tags & {"a", "c", "z"}
+        assert isinstance(tags, Tags) and type(both) is set
+        return x + len(tags), tags, both, "b" in tags, repr(Tags()), f"{Tags(['q'])}"
+
+    out, counter = capture(f, torch.ones(1), ops=1)
+    assert type(out[1]) is Tags and out[1] == {"a", "b", "c"}
+
+
+def test_frozenset_subclass_is_made_with_its_members():
+    def f(x):
+        frozen = FrozenTags("ba")
+        other = FrozenTags(["b", "c"])
+        return x * len(frozen | other), frozen.joined(), frozen, FrozenTags.__sub__(frozen, other), frozen < {"a", "b", "c"}
+
+    out, _ = capture(f, torch.ones(1), ops=1)
+    assert type(out[2]) is FrozenTags and out[2] == frozenset("ab") and out[3] == {"a"}
+
+
+def test_a_set_subclass_argument_is_guarded_and_written_back():
+    def f(x, tags):
+        tags.add("New")
+        return x + len(tags), "a" in tags
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    mine, theirs = Tags(["a"]), Tags(["a"])
+    assert same(compiled(torch.ones(1), mine), f(torch.ones(1), theirs))
+    assert type(mine) is Tags and mine == theirs == {"a", "new"}
+    assert same(compiled(torch.ones(1), Tags(["a"])), f(torch.ones(1), Tags(["a"])))
+    assert counter.frame_count == 1
+    assert same(compiled(torch.ones(1), Tags(["b"])), f(torch.ones(1), Tags(["b"])))  # other members
+    assert counter.frame_count == 2
+
+
+def test_set_methods_called_through_the_class():
+    def f(x):
+        p, q = {"a", "b"}, {"b", "c"}
+        return x + len(set.union(p, q)), set.__or__(p, q), set.__len__(p), set.__contains__(q, "c")
+
+    capture(f, torch.ones(1), ops=1)

@@ -11,7 +11,7 @@ namespace op = bytecode::op;
 OutputPlan::OutputPlan(const OutputPlan& other)
     : kind(other.kind), index(other.index), constant(other.constant.copy()), source(other.source), items(other.items),
       attribute(other.attribute), names(other.names), keys(other.keys.copy()), make(other.make.copy()),
-      set_item(other.set_item.copy()), extend(other.extend.copy()) {}
+      set_item(other.set_item.copy()), extend(other.extend.copy()), made_from(other.made_from.copy()) {}
 
 OutputPlan& OutputPlan::operator=(const OutputPlan& other) {
   if (this != &other) *this = OutputPlan(other);
@@ -89,6 +89,16 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.call(1);
+      return;
+    case Kind::Set:
+      if (plan.constant) {
+        builder.before_callable();
+        builder.load_const(plan.constant.get());
+        builder.after_callable();
+      }
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.build(plan.constant ? op::BUILD_TUPLE : op::BUILD_SET, static_cast<int>(plan.items.size()));
+      if (plan.constant) builder.call(1);
       return;
     case Kind::Dict:
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);

@@ -30,7 +30,8 @@ void emit_new_objects(CodeBuilder& builder, const std::vector<OutputPlan>& new_o
     builder.load_const(plan.make.get());
     builder.after_callable();
     builder.load_const(plan.constant.get());
-    builder.call(1);
+    if (plan.made_from) builder.load_const(plan.made_from.get());
+    builder.call(plan.made_from ? 2 : 1);
     builder.store_fast(new_object_local(static_cast<int>(i)));
   }
   for (size_t i = 0; i < new_objects.size(); ++i) {
@@ -52,8 +53,8 @@ void emit_new_objects(CodeBuilder& builder, const std::vector<OutputPlan>& new_o
       builder.load_const(plan.extend.get());
       builder.after_callable();
       builder.load_fast(local);
-      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-      builder.build(bytecode::op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
+      for (size_t k = attributes; k < plan.items.size(); ++k) emit_plan(builder, plan.items[k], code);
+      builder.build(bytecode::op::BUILD_TUPLE, static_cast<int>(plan.items.size() - attributes));
       builder.call(2);
       builder.pop_top();
       continue;

@@ -23,12 +23,13 @@ struct OutputPlan {
   enum class Kind {
     GraphOutput, Constant, Source, Tuple, List, Dict, NamedTuple, Null, Iterator, Attr, EnterContext, BoundMethod,
     MakeFunction,
+    Set,           // a new set of `items`; with `constant` (frozenset), that class called on their tuple
     GradModeExit,  // the exit of an open grad-mode block (`constant`: the mode it restores); split planning
                    // replaces it by EnterContext, it is never emitted
     Temp,          // an object generated code made before anything else (`index`: see new_objects.h)
     NewObject,     // how that object is made: `constant` the class, `make` its allocator; attributes
                    // `names` = `items`, then (dict subclasses) `keys` = the remaining items, set with `set_item`;
-                   // a list: all `items`, added with `extend`
+                   // a list or set subclass: the items after the attributes', added with `extend`
   };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
@@ -41,6 +42,7 @@ struct OutputPlan {
   std::vector<std::string> names;  // MakeFunction: the closure's cell/free variables
   py::Ref<> keys;                // Dict: a tuple of constant keys, in insertion order
   py::Ref<> make, set_item, extend;  // NewObject
+  py::Ref<> made_from;           // NewObject: a second argument of `make` (a frozenset subclass's members)
 
   OutputPlan() = default;
   OutputPlan(OutputPlan&&) noexcept = default;

@@ -11,6 +11,7 @@ void traverse(const OutputPlan& plan, py::Visitor& visit) {
   visit(plan.make);
   visit(plan.set_item);
   visit(plan.extend);
+  visit(plan.made_from);
   guards::traverse_source(plan.source, visit);
   for (const OutputPlan& item : plan.items) traverse(item, visit);
 }

@@ -95,10 +95,12 @@ void emit_side_effect_writes(CodeBuilder& builder, const std::vector<SideEffectP
         builder.store_subscr();
         break;
       }
-      case Kind::ReplaceDictItems: {
-        PyObject* dict_type = reinterpret_cast<PyObject*>(&PyDict_Type);
-        call_and_drop(builder, builtin_attr(dict_type, "clear"), 1, [&] { builder.load_fast(target); });
-        call_and_drop(builder, builtin_attr(dict_type, "update"), 2, [&] {
+      case Kind::ReplaceDictItems:
+      case Kind::ReplaceSetItems: {
+        // The base type's own methods: what the trace changed is the items, not through overrides.
+        PyObject* type = reinterpret_cast<PyObject*>(effect.kind == Kind::ReplaceDictItems ? &PyDict_Type : &PySet_Type);
+        call_and_drop(builder, builtin_attr(type, "clear"), 1, [&] { builder.load_fast(target); });
+        call_and_drop(builder, builtin_attr(type, "update"), 2, [&] {
           builder.load_fast(target);
           builder.load_fast(value);
         });

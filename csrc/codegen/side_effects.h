@@ -19,6 +19,7 @@ struct SideEffectPlan {
   enum class Kind {
     ReplaceListItems,  // target[:] = value
     ReplaceDictItems,  // dict.clear(target); dict.update(target, value)
+    ReplaceSetItems,   // set.clear(target); set.update(target, value)
     SetAttr,           // setter(target, name, value), or target.name = value when setter is null
     DelAttr,           // delattr(target, name)
     StoreGlobal,       // the frame's global `name` = value

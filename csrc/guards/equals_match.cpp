@@ -1,4 +1,5 @@
-// EQUALS_MATCH: the value is a Python constant equal to the one seen while tracing.
+// EQUALS_MATCH: the value is a Python constant equal to the one seen while tracing (and
+// SET_MATCH: a set of such constants and identity members).
 //
 // Only immutable builtin constants are accepted (None, bool, int, float, complex, str, bytes,
 // and tuples of these), so comparing them never runs user code. Equality here is stricter
@@ -92,7 +93,63 @@ class EqualsMatch final : public LeafGuard {
   py::Ref<> value_;
 };
 
+// SET_MATCH: a set (or frozenset) with the members seen while tracing, in the same iteration
+// order (the trace may have iterated it). Members that are supported constants compare as
+// EQUALS_MATCH compares them; any other member (a class, a function) by identity, which is
+// how such objects hash and compare. Neither iterating a set nor these comparisons run
+// Python code.
+class SetMatch final : public LeafGuard {
+ public:
+  SetMatch(py::Ref<> type, py::Ref<> members) : type_(std::move(type)), members_(std::move(members)) {}
+  bool check(PyObject* value) const override {
+    if ((PyObject*)Py_TYPE(value) != type_.get()) return false;
+    Py_ssize_t count = PyTuple_GET_SIZE(members_.get());
+    if (PySet_GET_SIZE(value) != count) return false;
+    // set's own iterator: a subclass's __iter__ is Python code and not where members live.
+    py::Ref<> iterator = bytegraph::check(PySet_Type.tp_iter(value));
+    for (Py_ssize_t i = 0; i < count; ++i) {
+      py::Ref<> got = py::Ref<>::steal(PyIter_Next(iterator.get()));
+      if (!got) {
+        if (PyErr_Occurred()) throw_python_error();
+        return false;
+      }
+      PyObject* expected = PyTuple_GET_ITEM(members_.get(), i);
+      bool same = is_supported_constant(expected) ? constant_equal(got.get(), expected) : got.get() == expected;
+      if (!same) return false;
+    }
+    return true;
+  }
+  std::string explain(PyObject* value, const std::string& source) const override {
+    if ((PyObject*)Py_TYPE(value) != type_.get()) return source + ": expected a " + name() + ", got a " + Py_TYPE(value)->tp_name;
+    py::Ref<> iterator = bytegraph::check(PySet_Type.tp_iter(value));
+    py::Ref<> got = bytegraph::check(PySequence_Tuple(iterator.get()));
+    return source + " members == " + short_repr(members_.get()) + ": got " + short_repr(got.get());
+  }
+  std::string describe(const std::string& source) const override {
+    return source + ": SET_MATCH " + name() + short_repr(members_.get());
+  }
+  std::string dedupe_key() const override { return "SET_MATCH " + name() + safe_repr(members_.get()); }
+  int cost_rank() const override { return kCostDictKeys; }
+  void traverse(py::Visitor& visit) const override {
+    visit(type_);
+    visit(members_);
+  }
+
+ private:
+  std::string name() const { return reinterpret_cast<PyTypeObject*>(type_.get())->tp_name; }
+  py::Ref<> type_;     // set, frozenset or a subclass: exactly this type
+  py::Ref<> members_;  // a tuple, in the set's iteration order
+};
+
 }  // namespace
+
+LeafPtr make_set_match(PyObject* type, PyObject* members) {
+  if (members == nullptr || !PyTuple_Check(members)) throw PythonError::make(PyExc_TypeError, "SET_MATCH: members must be a tuple");
+  if (type == nullptr || !PyType_Check(type) ||
+      !(PyType_IsSubtype((PyTypeObject*)type, &PySet_Type) || PyType_IsSubtype((PyTypeObject*)type, &PyFrozenSet_Type)))
+    throw PythonError::make(PyExc_TypeError, "SET_MATCH: the type must be a set or frozenset type");
+  return std::make_shared<SetMatch>(py::Ref<>::newref(type), py::Ref<>::newref(members));
+}
 
 LeafPtr make_equals_match(PyObject* value) {
   if (value == nullptr || !is_supported_constant(value)) {

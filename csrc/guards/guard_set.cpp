@@ -167,6 +167,9 @@ void GuardSet::add_tensor_match(const SourcePtr& source, PyObject* tensor,
 void GuardSet::add_length_match(const SourcePtr& source, Py_ssize_t length) {
   impl_->add(source, make_length_match(length));
 }
+void GuardSet::add_set_match(const SourcePtr& source, PyObject* type, PyObject* members) {
+  impl_->add(source, make_set_match(type, members));
+}
 void GuardSet::add_dict_keys_match(const SourcePtr& source, PyObject* keys) {
   impl_->add(source, make_dict_keys_match(keys));
 }

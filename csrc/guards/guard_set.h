@@ -52,6 +52,7 @@ class GuardSet {
   void add_length_match(const SourcePtr& source, Py_ssize_t length);
   void add_size_match(const SourcePtr& source, Py_ssize_t length);  // through __len__
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
+  void add_set_match(const SourcePtr& source, PyObject* type, PyObject* members);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
   // TENSOR_MATCH leaving exactly these sizes and strides to the shape guards (symbolic ones).
   void add_tensor_match_unchecked(const SourcePtr& source, PyObject* tensor,

@@ -60,6 +60,9 @@ LeafPtr make_lacks_attr(PyObject* name);
 LeafPtr make_dict_keys_match(PyObject* keys);
 // Python constants only (see equals_match.cpp); raises TypeError (as PythonError) otherwise.
 LeafPtr make_equals_match(PyObject* value);
+// An instance of exactly `type` (set, frozenset or a subclass) with `members` (a tuple) in
+// that iteration order (see equals_match.cpp).
+LeafPtr make_set_match(PyObject* type, PyObject* members);
 // `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
 // Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
 struct GlobalStateDetails;

@@ -48,6 +48,9 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::Length: set.add_length_match(e.source, e.length); break;
       case Kind::Size: set.add_size_match(e.source, e.length); break;
       case Kind::DictKeys: set.add_dict_keys_match(e.source, e.object.get()); break;
+      case Kind::SetItems:
+        set.add_set_match(e.source, PyTuple_GET_ITEM(e.object.get(), 0), PyTuple_GET_ITEM(e.object.get(), 1));
+        break;
       case Kind::None: set.add_none_match(e.source, e.length != 0); break;
       case Kind::SameObject: set.add_same_object(e.other, e.source); break;
       case Kind::LacksKey: set.add_dict_lacks_key(e.source, e.object.get()); break;
@@ -68,6 +71,10 @@ std::vector<std::string> GuardLog::describe() const {
       case Kind::Length: lines.push_back(name + " LENGTH_MATCH " + std::to_string(e.length)); break;
       case Kind::Size: lines.push_back(name + " SIZE_MATCH " + std::to_string(e.length)); break;
       case Kind::DictKeys: lines.push_back(name + " DICT_KEYS_MATCH " + py_repr(e.object.get())); break;
+      case Kind::SetItems:
+        lines.push_back(name + " SET_MATCH " + reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(e.object.get(), 0))->tp_name +
+                        py_repr(PyTuple_GET_ITEM(e.object.get(), 1)));
+        break;
       case Kind::None: lines.push_back(name + (e.length ? " IS_NONE" : " IS_NOT_NONE")); break;
       case Kind::SameObject: lines.push_back(name + " OBJECT_ALIASING " + e.other->repr()); break;
       case Kind::LacksKey: lines.push_back(name + " DICT_LACKS_KEY " + py_repr(e.object.get())); break;

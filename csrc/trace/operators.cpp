@@ -283,6 +283,10 @@ bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) 
   if (auto* view = dynamic_cast<DictViewValue*>(haystack.get())) return view->contains(tracer, needle);
   if (auto* attributes = dynamic_cast<InstanceDictValue*>(haystack.get())) return attributes->contains(needle);
   if (auto* environ = dynamic_cast<EnvironValue*>(haystack.get())) return environ->read(tracer, needle) != nullptr;
+  if (auto* object = dynamic_cast<ObjectValue*>(haystack.get())) {
+    if (ValuePtr found = object->inline_special(tracer, "__contains__", {needle})) return found->truthy(tracer);
+    if (ValuePtr items = object->builtin_items(tracer)) return contains(tracer, items, needle);
+  }
   if (haystack->is_constant() && PyAnySet_Check(haystack->constant())) {
     if (needle->is_tensor()) unsupported("unsupported_set", "`in` a set with a tensor (" + needle->repr() + ")");
     int found = PySequence_Contains(haystack->constant(), set_key(tracer, needle).get());

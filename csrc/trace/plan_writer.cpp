@@ -35,6 +35,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
     return plan;
   }
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) return dict_plan(*dict);
+  if (auto* set = dynamic_cast<SetValue*>(value.get())) return set_plan(*set);
   if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
     if (iterator->live_list() && !iterator->enumerate_start()) return live_list_iterator(*iterator);
     const size_t position = iterator->position();
@@ -123,6 +124,9 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
     } else if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
       effect.kind = Effect::Kind::ReplaceDictItems;
       effect.value = dict_plan(*dict);
+    } else if (auto* set = dynamic_cast<SetValue*>(value.get())) {
+      effect.kind = Effect::Kind::ReplaceSetItems;
+      effect.value = set_plan(*set);
     } else {
       throw NotRestorable{"changes to " + value->repr()};
     }
@@ -178,6 +182,14 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
   }
   if (object.has_dict_storage())
     throw NotRestorable{"changes to the items of " + object.repr() + ", a dict subclass from outside the trace"};
+  if (object.has_set_storage()) {
+    // Written with set's own methods (the trace already ran the class's overrides).
+    Effect effect;
+    effect.kind = Effect::Kind::ReplaceSetItems;
+    effect.target = OutputPlan::of_source(object.source());
+    effect.value = set_plan(*object.set_storage(tracer_));
+    effects.push_back(std::move(effect));
+  }
 }
 
 // The first __setitem__ along the MRO that is not Python code: the dict base's own (dict's,
@@ -237,6 +249,17 @@ OutputPlan PlanWriter::new_object(ObjectValue& object) {
     }
     made.set_item = base_set_item(object.python_type());
   }
+  if (object.has_set_storage()) {
+    std::shared_ptr<SetValue> members = object.set_storage(tracer_);
+    if (object.is_frozenset_subclass()) {
+      // Members are constants and objects held by identity: real objects, passed to __new__.
+      made.made_from = check(PySequence_Tuple(members->keys(false).get()));
+    } else {
+      Args items = *members->unpack(tracer_);
+      for (const ValuePtr& member : items) made.items.push_back(plan(member));
+      made.extend = py::Ref<>::newref(py::own_type_attribute(&PySet_Type, "update"));
+    }
+  }
   new_objects_[index] = std::move(made);
   return temp(index);
 }
@@ -249,6 +272,14 @@ OutputPlan PlanWriter::dict_plan(const DictValue& dict) {
     PyTuple_SET_ITEM(plan.keys.get(), i, dict.keys[i].copy().release());
     plan.items.push_back(this->plan(dict.values[i]));
   }
+  return plan;
+}
+
+OutputPlan PlanWriter::set_plan(SetValue& set) {
+  OutputPlan plan;
+  plan.kind = OutputPlan::Kind::Set;
+  if (set.frozen()) plan.constant = py::Ref<>::newref(reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
+  plan.items = plans_of(*set.unpack(tracer_));
   return plan;
 }
 

@@ -16,6 +16,7 @@
 #include "codegen/output_plan.h"
 #include "codegen/side_effects.h"
 #include "trace/tracer.h"
+#include "trace/values/sets.h"
 
 namespace bytegraph::trace {
 
@@ -49,6 +50,7 @@ class PlanWriter {
   std::vector<codegen::OutputPlan> plans_of(const Args& items);
   codegen::OutputPlan tensor(const TensorValue& tensor);
   codegen::OutputPlan dict_plan(const DictValue& dict);
+  codegen::OutputPlan set_plan(SetValue& set);
   codegen::OutputPlan new_object(ObjectValue& object);
   codegen::OutputPlan new_list(const SequenceValue& list);
   codegen::OutputPlan live_list_iterator(const IteratorValue& iterator);

@@ -24,6 +24,7 @@ namespace bytegraph::trace {
 
 class Tracer;
 class Value;
+class SetValue;
 using ValuePtr = std::shared_ptr<Value>;
 using Args = std::vector<ValuePtr>;
 using KwArgs = std::vector<std::pair<std::string, ValuePtr>>;
@@ -497,6 +498,15 @@ class ObjectValue : public Value {
   // A dict subclass instance's own items (made on first use; new objects start empty).
   std::shared_ptr<DictValue> dict_storage(Tracer& tracer);
   bool has_dict_storage() const { return static_cast<bool>(items_); }
+  // A set or frozenset subclass instance's members, likewise.
+  std::shared_ptr<SetValue> set_storage(Tracer& tracer);
+  bool has_set_storage() const { return static_cast<bool>(members_); }
+  // The dict or set holding the items of an instance of a dict or set subclass; null for
+  // other classes.
+  ValuePtr builtin_items(Tracer& tracer);
+  // Whether the class derives from set or frozenset (and which).
+  bool is_set_subclass() const;
+  bool is_frozenset_subclass() const;
   // The class's Python override of special method `name`, inlined on this object; null when
   // the class has none.
   ValuePtr inline_special(Tracer& tracer, const char* name, const Args& args);
@@ -516,6 +526,7 @@ class ObjectValue : public Value {
 
   py::Ref<> type_, real_;
   std::shared_ptr<DictValue> items_;
+  std::shared_ptr<SetValue> members_;
   ValuePtr exposed_dict_;  // an object from outside: its __dict__, once the trace read it
 };
 

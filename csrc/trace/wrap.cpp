@@ -7,6 +7,7 @@
 #include "trace/tracer.h"
 #include "trace/values/environ.h"
 #include "trace/values/partial.h"
+#include "trace/values/sets.h"
 
 namespace bytegraph::trace {
 
@@ -164,6 +165,7 @@ void Tracer::will_mutate(const ValuePtr& value) {
   bool made_here = true;
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) made_here = seq->mutable_here();
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) made_here = dict->mutable_here();
+  if (auto* set = dynamic_cast<SetValue*>(value.get())) made_here = set->mutable_here();
   if (auto* object = dynamic_cast<ObjectValue*>(value.get())) made_here = object->is_new();
   if (dynamic_cast<ModuleValue*>(value.get())) made_here = false;
   if (!made_here) unsupported("side_effect", "changing " + value->repr() + ", which the trace has no name for");
@@ -334,6 +336,18 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       }
       side_effects.remember(real, dict);
       return dict;
+    }
+    case ObjectKind::Set: {
+      if (ValuePtr known = known_object(real, source)) return known;
+      std::shared_ptr<SetValue> set = source ? wrap_set(*this, real, source) : nullptr;
+      if (!set) {  // members the tracer cannot hold: an object it only passes along
+        guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+        auto object = std::make_shared<ObjectValue>(py::Ref<>::newref((PyObject*)Py_TYPE(real)), py::Ref<>::newref(real), source);
+        side_effects.remember(real, object);
+        return object;
+      }
+      side_effects.remember(real, set);
+      return set;
     }
     case ObjectKind::PythonModule:
       guards.add(K::Id, source, real);

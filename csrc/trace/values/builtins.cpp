@@ -88,8 +88,10 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
     return ConstantValue::make(std::move(length));
   }
   // A class's own __len__ is traced, so what it reads is guarded where it comes from.
-  if (auto* object = dynamic_cast<ObjectValue*>(value.get()))
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
     if (ValuePtr length = object->inline_special(tracer, "__len__", {})) return length;
+    if (ValuePtr items = object->builtin_items(tracer)) return call_len(tracer, items);
+  }
   if (PyObject* real = value->real_object()) {
     if (PyObject_HasAttrString(real, "__len__")) {
       py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), real));
@@ -379,15 +381,18 @@ namespace {
 // base called with a symbolic object as its first argument.
 ValuePtr call_on_object(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
   if (args.empty()) return nullptr;
-  auto object = std::dynamic_pointer_cast<ObjectValue>(args[0]);
-  if (!object) return nullptr;
   if (!PyObject_TypeCheck(function, &PyWrapperDescr_Type) && !PyObject_TypeCheck(function, &PyMethodDescr_Type))
     return nullptr;
   PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(function)->d_type;
-  if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(object->python_type()), owner)) return nullptr;
+  PyObject* type = args[0]->python_type();
+  if (type == nullptr || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), owner)) return nullptr;
   py::Ref<> name = check(PyObject_GetAttrString(function, "__name__"));
   Args rest(args.begin() + 1, args.end());
-  return ObjectSlotValue(object, PyUnicode_AsUTF8(name.get())).call(tracer, rest, kwargs);
+  if (auto object = std::dynamic_pointer_cast<ObjectValue>(args[0]))
+    return ObjectSlotValue(object, PyUnicode_AsUTF8(name.get())).call(tracer, rest, kwargs);
+  // set.union(s, t), set.__or__(s, t): the method of the symbolic set itself.
+  if (auto set = std::dynamic_pointer_cast<SetValue>(args[0])) return call_set_method(tracer, set, PyUnicode_AsUTF8(name.get()), rest);
+  return nullptr;
 }
 
 }  // namespace

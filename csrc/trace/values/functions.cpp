@@ -135,6 +135,21 @@ PyObject* static_attribute(PyObject* object, const std::string& name, bool* from
 
 }  // namespace
 
+namespace {
+
+ValuePtr wrap_class_attribute(Tracer& tracer, PyObject* found, const guards::SourcePtr& source) {
+  bool descriptor = PyObject_TypeCheck(found, &PyWrapperDescr_Type) || PyObject_TypeCheck(found, &PyMethodDescr_Type);
+  if (descriptor && classify(found) == ObjectKind::Unknown) {
+    // A builtin base's method reached through a user class (CustomSet.__sub__, MyDict.keys):
+    // applied to the symbolic object it is called on, as on the base class itself.
+    tracer.guards.add(GuardLog::Kind::Id, source, found);
+    return std::make_shared<BuiltinValue>(py::Ref<>::newref(found), source);
+  }
+  return tracer.wrap(found, source);
+}
+
+}  // namespace
+
 ValuePtr OpaqueValue::get_attr(Tracer& tracer, const std::string& name) {
   bool from_instance = false;
   PyObject* found = static_attribute(object_.get(), name, &from_instance);
@@ -147,7 +162,7 @@ ValuePtr OpaqueValue::get_attr(Tracer& tracer, const std::string& name) {
         unsupported("unsupported_attribute", error.what());
       }
       py::Ref<> owned = py::Ref<>::steal(attribute);
-      return tracer.wrap(owned.get(), source() ? guards::attr_source(source(), name) : nullptr);
+      return wrap_class_attribute(tracer, owned.get(), source() ? guards::attr_source(source(), name) : nullptr);
     }
     unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "') may run Python code");
   }
@@ -155,7 +170,7 @@ ValuePtr OpaqueValue::get_attr(Tracer& tracer, const std::string& name) {
     guards::SourcePtr method = guards::class_attr_source((PyObject*)Py_TYPE(object_.get()), name);
     return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, method), shared_from_this());
   }
-  return tracer.wrap(found, source() ? guards::attr_source(source(), name) : nullptr);
+  return wrap_class_attribute(tracer, found, source() ? guards::attr_source(source(), name) : nullptr);
 }
 
 ValuePtr BuiltinValue::get_attr(Tracer& tracer, const std::string& name) {

@@ -6,9 +6,11 @@
 
 #include "trace/operators.h"
 #include "trace/tracer.h"
+#include "trace/values/builtin_bases.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
 #include "trace/values/instance_dict.h"
+#include "trace/values/sets.h"
 
 namespace bytegraph::trace {
 
@@ -231,37 +233,6 @@ void ObjectValue::generic_del_attr(Tracer& tracer, const std::string& name) {
   attrs.emplace_back(name, nullptr);
 }
 
-std::shared_ptr<DictValue> ObjectValue::dict_storage(Tracer& tracer) {
-  if (items_) return items_;
-  if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type))
-    unsupported("unsupported_call", repr() + " is not a dict");
-  if (is_new()) {
-    items_ = std::make_shared<DictValue>();
-    return items_;
-  }
-  // Items of a dict subclass from outside: its keys guarded in order, each item read through
-  // its source; changes are written back through the base dict's own methods.
-  if (!source()) unsupported("unsupported_dict", "the items of " + repr() + ", which the trace has no name for");
-  py::Ref<> keys = check(PyList_New(0));
-  items_ = std::make_shared<DictValue>();
-  PyObject *key, *item;  // borrowed
-  Py_ssize_t position = 0;
-  std::vector<std::pair<py::Ref<>, py::Ref<>>> entries;
-  while (PyDict_Next(real_.get(), &position, &key, &item)) entries.emplace_back(py::Ref<>::newref(key), py::Ref<>::newref(item));
-  // A subclass (OrderedDict) may iterate in its own order: the order user code sees.
-  py::Ref<> ordered = check(PySequence_List(real_.get()));
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ordered.get()); ++i) {
-    PyObject* k = PyList_GET_ITEM(ordered.get(), i);
-    for (const auto& [entry_key, entry_item] : entries) {
-      if (entry_key.get() != k) continue;
-      items_->set_item(k, tracer.wrap(entry_item.get(), guards::item_source(source(), entry_key.copy())));
-    }
-    check_status(PyList_Append(keys.get(), k));
-  }
-  tracer.guards.add(GuardLog::Kind::DictKeys, source(), check(PyList_AsTuple(keys.get())).get());
-  return items_;
-}
-
 ValuePtr ObjectValue::inline_special(Tracer& tracer, const char* name, const Args& args) {
   PyObject* function = python_override(type_.get(), name);
   if (function == nullptr) return nullptr;
@@ -290,7 +261,7 @@ bool ObjectValue::truthy(Tracer& tracer) const {
   for (const char* name : {"__bool__", "__len__"}) {
     if (ValuePtr result = self->inline_special(tracer, name, {})) return result->truthy(tracer);
   }
-  if (items_) return !items_->keys.empty();
+  if (ValuePtr items = self->builtin_items(tracer)) return items->truthy(tracer);
   if (type_lookup(type_.get(), "__bool__") || type_lookup(type_.get(), "__len__"))
     unsupported("unsupported_branch", "truth value of " + repr());
   return true;
@@ -318,7 +289,7 @@ std::optional<Args> ObjectValue::unpack(Tracer& tracer) {
     if (iterator->is_iterator()) return drain(tracer, *iterator);
     return iterator->unpack(tracer);
   }
-  if (items_) return items_->unpack(tracer);
+  if (ValuePtr items = builtin_items(tracer)) return items->unpack(tracer);
   return std::nullopt;
 }
 
@@ -365,36 +336,8 @@ ValuePtr ObjectSlotValue::call(Tracer& tracer, const Args& args, const KwArgs& k
     }
   }
   if (name_ == "__init__" && args.empty()) return ConstantValue::none();
-  // The dict storage of a dict subclass: the base class's own behaviour.
-  std::shared_ptr<DictValue> items = self_->dict_storage(tracer);
-  if (name_ == "__setitem__" && args.size() == 2) {
-    if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
-    tracer.will_mutate(self_);
-    tracer.journal.save(items);
-    items->set_item(args[0]->constant(), args[1]);
-    return ConstantValue::none();
-  }
-  if (name_ == "__getitem__" && args.size() == 1) return items->get_item(tracer, args[0]);
-  if (name_ == "__delitem__" && args.size() == 1) {
-    if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
-    int index = items->find(args[0]->constant());
-    if (index < 0) raise_error("key_error", PyExc_KeyError, args[0]);
-    tracer.will_mutate(self_);
-    tracer.journal.save(items);
-    items->keys.erase(items->keys.begin() + index);
-    items->values.erase(items->values.begin() + index);
-    return ConstantValue::none();
-  }
-  if (name_ == "__len__" && args.empty()) return ConstantValue::make(check(PyLong_FromSsize_t(static_cast<Py_ssize_t>(items->keys.size()))));
-  if (name_ == "__contains__" && args.size() == 1 && args[0]->is_constant())
-    return ConstantValue::make(py::Ref<>::newref(items->find(args[0]->constant()) >= 0 ? Py_True : Py_False));
-  if (name_ == "__iter__" || name_ == "keys" || name_ == "values" || name_ == "items" || name_ == "get")
-    return items->get_attr(tracer, name_ == "__iter__" ? "keys" : name_)->call(tracer, args, kwargs);
-  if (name_ == "update" || name_ == "pop" || name_ == "setdefault" || name_ == "clear" || name_ == "popitem") {
-    // dict's own methods, on the items (journaled there); the object is marked changed.
-    tracer.will_mutate(self_);
-    return items->get_attr(tracer, name_)->call(tracer, args, kwargs);
-  }
+  // The items of a dict or set subclass: the base class's own behaviour.
+  if (ValuePtr result = call_base_method(tracer, self_, name_, args)) return result;
   unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
 }
 
@@ -546,14 +489,26 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
   if (!is_dict && as_type->tp_base != &PyBaseObject_Type && !PyType_IsSubtype(as_type, &PyBaseObject_Type))
     unsupported("unsupported_call", "making an instance of " + repr());
   for (PyTypeObject* base = as_type; base != nullptr; base = base->tp_base) {
-    // Builtin bases other than object and dict keep state the symbolic object cannot model.
+    // Builtin bases other than object, dict and set keep state the symbolic object cannot model.
     if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) && base != &PyBaseObject_Type && base != &PyDict_Type &&
-        std::strcmp(base->tp_name, "collections.OrderedDict") != 0)
+        base != &PySet_Type && base != &PyFrozenSet_Type && std::strcmp(base->tp_name, "collections.OrderedDict") != 0)
       unsupported("unsupported_call", "making an instance of " + repr() + " (a " + base->tp_name + ")");
   }
   auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
   object->class_source = source();
   if (is_dict) object->dict_storage(tracer);
+  if (object->is_frozenset_subclass()) {
+    // frozenset.__new__ takes the members: __init__ runs on a complete frozenset.
+    if (!kwargs.empty()) raise_error("bad_call", PyExc_TypeError, std::string(as_type->tp_name) + "() takes no keyword arguments");
+    if (args.size() > 1)
+      raise_error("bad_call", PyExc_TypeError, std::string(as_type->tp_name) + " expected at most 1 argument, got " + std::to_string(args.size()));
+    ValuePtr made = tracer.wrap(reinterpret_cast<PyObject*>(&PySet_Type), nullptr)->call(tracer, args, {});
+    auto* members = dynamic_cast<SetValue*>(made.get());
+    if (members == nullptr) throw InternalError("set() did not make a set");
+    object->set_storage(tracer)->assign(members->keys(false).get(), {members});
+  } else if (object->is_set_subclass()) {
+    object->set_storage(tracer);
+  }
   PyObject* init = type_lookup(type, "__init__");
   if (init != nullptr && PyFunction_Check(init)) {
     Args all{object};
@@ -567,6 +522,8 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     storage->keys.clear();
     storage->values.clear();
     for (size_t i = 0; i < dict->keys.size(); ++i) storage->set_item(dict->keys[i].get(), dict->values[i]);
+  } else if (object->is_set_subclass()) {
+    if (!object->is_frozenset_subclass()) call_set_base_method(tracer, object, "__init__", args);
   } else if (!args.empty() || !kwargs.empty()) {
     raise_error("bad_call", PyExc_TypeError, repr() + "() takes no arguments");
   }

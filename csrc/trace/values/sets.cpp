@@ -4,6 +4,7 @@
 #include "trace/operators.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/generators.h"
+#include "trace/values/iterators.h"
 #include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
@@ -41,11 +42,29 @@ bool hashed_by_identity(PyObject* object) {
   return identity_hash && identity_eq;
 }
 
+// The symbolic set behind a set, or behind an instance of a set or frozenset subclass.
+SetValue* set_value_of(Tracer& tracer, const ValuePtr& value) {
+  if (auto* set = dynamic_cast<SetValue*>(value.get())) return set;
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_set_subclass())
+    return object->set_storage(tracer).get();
+  return nullptr;
+}
+
+// A member the tracer holds by value: a constant, or a tuple of them.
+bool constant_member(PyObject* item) {
+  if (PyTuple_CheckExact(item)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(item); ++i)
+      if (!constant_member(PyTuple_GET_ITEM(item, i))) return false;
+    return true;
+  }
+  return classify(item) == ObjectKind::Constant && !PyAnySet_Check(item);
+}
+
 // The real set of keys of a set-like operand (a set, a frozenset constant, a dict's keys
 // view), or null. `view` tells whether it was a view (whose algebra always returns a set).
-py::Ref<> set_like_keys(const ValuePtr& value, bool* view) {
+py::Ref<> set_like_keys(Tracer& tracer, const ValuePtr& value, bool* view) {
   *view = false;
-  if (auto* set = dynamic_cast<SetValue*>(value.get())) return set->keys(set->frozen());
+  if (SetValue* set = set_value_of(tracer, value)) return set->keys(set->frozen());
   if (value->is_constant() && PyAnySet_Check(value->constant())) return py::Ref<>::newref(value->constant());
   if (auto* keys = dynamic_cast<DictViewValue*>(value.get()); keys && keys->kind() == DictViewValue::Kind::Keys) {
     *view = true;
@@ -57,7 +76,7 @@ py::Ref<> set_like_keys(const ValuePtr& value, bool* view) {
 // The keys of any iterable argument of a set method (set.update(list), s.union(gen)).
 py::Ref<> iterable_keys(Tracer& tracer, const ValuePtr& value) {
   bool view = false;
-  if (py::Ref<> keys = set_like_keys(value, &view)) return keys;
+  if (py::Ref<> keys = set_like_keys(tracer, value, &view)) return keys;
   Args items = value->is_iterator() ? drain(tracer, *value) : [&] {
     auto unpacked = value->unpack(tracer);
     if (!unpacked) unsupported("unsupported_set", "the items of " + value->repr());
@@ -66,17 +85,17 @@ py::Ref<> iterable_keys(Tracer& tracer, const ValuePtr& value) {
   return make_set(tracer, false, items)->keys(false);
 }
 
-std::vector<const SetValue*> sets_among(const Args& values) {
+std::vector<const SetValue*> sets_among(Tracer& tracer, const Args& values) {
   std::vector<const SetValue*> sets;
   for (const auto& value : values)
-    if (auto* set = dynamic_cast<const SetValue*>(value.get())) sets.push_back(set);
+    if (const SetValue* set = set_value_of(tracer, value)) sets.push_back(set);
   return sets;
 }
 
 // The result of the set algebra on real key sets, as a symbolic value.
-ValuePtr from_keys(py::Ref<> keys, const Args& operands) {
+ValuePtr from_keys(Tracer& tracer, py::Ref<> keys, const Args& operands) {
   bool frozen = PyFrozenSet_Check(keys.get());
-  auto sources = sets_among(operands);
+  auto sources = sets_among(tracer, operands);
   bool constants = true;
   for (const auto* set : sources) constants = constants && set->only_constants();
   if (frozen && constants) return ConstantValue::make(std::move(keys));
@@ -111,6 +130,27 @@ int comparison(PyObject* function) {
 
 ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
 
+// The set algebra and comparisons behind a set's special methods, as the operator functions
+// that set_operator applies.
+const char* set_dunder_operator(const std::string& name) {
+  static const std::pair<const char*, const char*> table[] = {
+      {"__or__", "or_"},   {"__and__", "and_"}, {"__sub__", "sub"},   {"__xor__", "xor"},  {"__ior__", "ior"},
+      {"__iand__", "iand"}, {"__isub__", "isub"}, {"__ixor__", "ixor"}, {"__eq__", "eq"},   {"__ne__", "ne"},
+      {"__lt__", "lt"},     {"__le__", "le"},     {"__gt__", "gt"},     {"__ge__", "ge"}};
+  for (const auto& [dunder, function] : table)
+    if (name == dunder) return function;
+  return nullptr;
+}
+
+bool mutates(const std::string& name) {
+  static const char* names[] = {"add", "discard", "remove", "clear", "pop", "update", "intersection_update",
+                                "difference_update", "symmetric_difference_update", "__ior__", "__iand__", "__isub__", "__ixor__"};
+  for (const char* mutator : names)
+    if (name == mutator) return true;
+  return false;
+}
+
+
 // `s.add`, `s.union`, ...: a method of a symbolic set.
 class SetMethodValue : public Value {
  public:
@@ -120,6 +160,7 @@ class SetMethodValue : public Value {
 
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
     if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
+    if (name_.rfind("__", 0) == 0 && name_ != "__contains__") return call_set_method(tracer, set_, name_, args);
     SetValue& set = *set_;
     auto mutate = [&] {
       if (set.frozen()) unsupported("unsupported_call", repr() + " on a frozenset");
@@ -146,7 +187,7 @@ class SetMethodValue : public Value {
       set.discard(tracer, items->front());
       return items->front();
     }
-    if (name_ == "copy" && args.empty()) return from_keys(set.keys(set.frozen()), {set_});
+    if (name_ == "copy" && args.empty()) return from_keys(tracer, set.keys(set.frozen()), {set_});
     if (name_ == "__contains__" && args.size() == 1) return make_bool(set.contains(tracer, args[0]));
     return call_algebra(tracer, args);
   }
@@ -175,10 +216,10 @@ class SetMethodValue : public Value {
         keys = check(method.op(keys.get(), other.get()));
         operands.push_back(arg);
       }
-      if (!method.in_place) return from_keys(std::move(keys), operands);
+      if (!method.in_place) return from_keys(tracer, std::move(keys), operands);
       if (set.frozen()) unsupported("unsupported_call", repr() + " on a frozenset");
       tracer.will_mutate(set_);
-      set.assign(keys.get(), sets_among(operands));
+      set.assign(keys.get(), sets_among(tracer, operands));
       return ConstantValue::none();
     }
     // Over an iterator, CPython stops at the first item that decides (the rest is never
@@ -211,7 +252,8 @@ class SetMethodValue : public Value {
 
 }  // namespace
 
-SetValue::SetValue(bool frozen) : frozen_(frozen), keys_(check(PySet_New(nullptr))) {}
+SetValue::SetValue(bool frozen, guards::SourcePtr source, bool mutable_here)
+    : Value(std::move(source)), frozen_(frozen), mutable_here_(mutable_here), keys_(check(PySet_New(nullptr))) {}
 
 std::string SetValue::repr() const {
   std::string text = frozen_ ? "FrozensetVariable({" : "SetVariable({";
@@ -333,7 +375,9 @@ ValuePtr SetValue::get_attr(Tracer&, const std::string& name) {
   static const char* methods[] = {"add", "discard", "remove", "clear", "pop", "copy", "update", "union",
                                   "intersection", "difference", "symmetric_difference", "intersection_update",
                                   "difference_update", "symmetric_difference_update", "issubset", "issuperset",
-                                  "isdisjoint", "__contains__"};
+                                  "isdisjoint", "__contains__", "__len__", "__iter__", "__or__", "__and__", "__sub__",
+                                  "__xor__", "__ior__", "__iand__", "__isub__", "__ixor__", "__eq__", "__ne__", "__lt__",
+                                  "__le__", "__gt__", "__ge__"};
   for (const char* method : methods)
     if (name == method) return std::make_shared<SetMethodValue>(std::static_pointer_cast<SetValue>(shared_from_this()), name);
   unsupported("unsupported_attribute", repr() + "." + name);
@@ -360,11 +404,47 @@ std::shared_ptr<SetValue> make_set(Tracer& tracer, bool frozen, const Args& item
   return set;
 }
 
+std::shared_ptr<SetValue> set_of_members(Tracer& tracer, bool frozen, PyObject* members, guards::SourcePtr source) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); ++i) {
+    PyObject* item = PyTuple_GET_ITEM(members, i);
+    if (!constant_member(item) && !hashed_by_identity(item)) return nullptr;
+  }
+  const bool named = static_cast<bool>(source);
+  auto set = std::make_shared<SetValue>(frozen, std::move(source), !named);
+  // Members are pinned by the set's guard (identity members compare by identity), so they
+  // need no source of their own.
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); ++i) set->add(tracer, tracer.wrap(PyTuple_GET_ITEM(members, i), nullptr));
+  return set;
+}
+
+std::shared_ptr<SetValue> wrap_set(Tracer& tracer, PyObject* real, const guards::SourcePtr& source) {
+  py::Ref<> members = check(PySequence_Tuple(real));
+  std::shared_ptr<SetValue> set = set_of_members(tracer, PyFrozenSet_Check(real), members.get(), source);
+  if (!set) return nullptr;
+  py::Ref<> snapshot = check(PyTuple_Pack(2, (PyObject*)Py_TYPE(real), members.get()));
+  tracer.guards.add(GuardLog::Kind::SetItems, source, snapshot.get());
+  return set;
+}
+
+bool set_method_mutates(const std::string& name) { return mutates(name); }
+
+ValuePtr call_set_method(Tracer& tracer, const ValuePtr& self, const std::string& name, const Args& args) {
+  SetValue* set = set_value_of(tracer, self);
+  if (set == nullptr) throw InternalError("call_set_method: not a set");
+  if (name == "__len__" && args.empty()) return ConstantValue::make(check(PyLong_FromSize_t(set->size())));
+  if (name == "__iter__" && args.empty()) return iterate(tracer, set->shared_from_this(), "iterating");
+  if (const char* function = set_dunder_operator(name); function && args.size() == 1) {
+    if (ValuePtr result = set_operator(tracer, operator_function(function), {self, args[0]})) return result;
+    return ConstantValue::make(py::Ref<>::newref(Py_NotImplemented));
+  }
+  return set->get_attr(tracer, name)->call(tracer, args, {});
+}
+
 ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   if (operands.size() != 2) return nullptr;
   bool left_view = false, right_view = false;
-  py::Ref<> left = set_like_keys(operands[0], &left_view);
-  py::Ref<> right = set_like_keys(operands[1], &right_view);
+  py::Ref<> left = set_like_keys(tracer, operands[0], &left_view);
+  py::Ref<> right = set_like_keys(tracer, operands[1], &right_view);
   if (!left && !right) return nullptr;
   if (int op = comparison(function); op >= 0) {
     // A set is never equal to something that is not a set (and only ordered against sets).
@@ -379,12 +459,13 @@ ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands) 
   bool in_place = false;
   binaryfunc op = algebra(function, &in_place);
   if (op == nullptr || !left || !right) return nullptr;
-  auto* target = dynamic_cast<SetValue*>(operands[0].get());
+  SetValue* target = set_value_of(tracer, operands[0]);
   if (in_place && target && !target->frozen()) {
-    // s |= t mutates s (a set made in the trace); on a frozenset it makes a new one.
+    // s |= t mutates s; on a frozenset it makes a new one.
     tracer.will_mutate(operands[0]);
+    if (target != operands[0].get()) tracer.journal.save(target->shared_from_this());  // a subclass's members
     py::Ref<> keys = check(op(left.get(), right.get()));
-    target->assign(keys.get(), sets_among(operands));
+    target->assign(keys.get(), sets_among(tracer, operands));
     return operands[0];
   }
   // A view's algebra returns a set whatever the other operand is.
@@ -392,7 +473,7 @@ ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands) 
     left = check(PySet_New(left.get()));
     right = check(PySet_New(right.get()));
   }
-  return from_keys(check(op(left.get(), right.get())), operands);
+  return from_keys(tracer, check(op(left.get(), right.get())), operands);
 }
 
 }  // namespace bytegraph::trace

@@ -14,10 +14,11 @@ namespace bytegraph::trace {
 // by identity, keyed by its fake (torch.nn's `memo` sets of parameters); such a set is never
 // iterated, since its order would be the real tensors' addresses.
 // A frozenset of constants is a ConstantValue; this kind is for mutable sets, and for
-// frozensets holding identity members.
+// frozensets holding identity members. A set from outside the trace (`source` set) is guarded
+// on its members (SET_MATCH); changes to it are written back after the graph.
 class SetValue : public Value {
  public:
-  explicit SetValue(bool frozen);
+  explicit SetValue(bool frozen, guards::SourcePtr source = nullptr, bool mutable_here = true);
   std::string repr() const override;
   PyObject* python_type() const override { return frozen_ ? (PyObject*)&PyFrozenSet_Type : (PyObject*)&PySet_Type; }
   bool frozen() const { return frozen_; }
@@ -39,20 +40,33 @@ class SetValue : public Value {
   void assign(PyObject* keys, const std::vector<const SetValue*>& sources);
   // Only constants: the set can be folded as a real set (sorted(s), s == {1, 2}).
   bool only_constants() const { return members_.empty(); }
+  // Created during the trace, so mutating it is a local effect.
+  bool mutable_here() const { return mutable_here_; }
 
  private:
-  bool frozen_;
+  bool frozen_, mutable_here_;
   py::Ref<> keys_;  // a real set: constants, and the identity members' objects
   std::unordered_map<PyObject*, ValuePtr> members_;  // identity members, by their object
 };
 
 // A new set (or frozenset) of `items`.
 std::shared_ptr<SetValue> make_set(Tracer& tracer, bool frozen, const Args& items);
+// A real set or frozenset from outside the trace, read through `source`: guarded on its
+// members; null when a member is one the tracer cannot hold (a tensor, an object whose hash
+// runs Python code).
+std::shared_ptr<SetValue> wrap_set(Tracer& tracer, PyObject* real, const guards::SourcePtr& source);
+// A set of `members` (a tuple of real objects, unguarded: the caller guards where they came
+// from), or null as for wrap_set. Its changes are written back through `source`.
+std::shared_ptr<SetValue> set_of_members(Tracer& tracer, bool frozen, PyObject* members, guards::SourcePtr source);
 // The key a value has in a set: constants as themselves, identity members as their object,
 // tensors as their fake; a break where the tracer cannot decide membership.
 py::Ref<> set_key(Tracer& tracer, const ValuePtr& item);
 // |, &, -, ^ and comparisons where an operand is a set, a frozenset or a dict's keys view
 // (in-place forms mutate a set made in the trace); null when no operand is one.
 ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands);
+// set's method `name` (set.add, set.__or__, set.__len__, ...) on `self`, a set or an instance of
+// a set subclass (its members); NotImplemented from an operator whose other operand is no set.
+ValuePtr call_set_method(Tracer& tracer, const ValuePtr& self, const std::string& name, const Args& args);
+bool set_method_mutates(const std::string& name);
 
 }  // namespace bytegraph::trace

@@ -1,9 +1,11 @@
 // String formatting of symbolic values: see values/strings.h.
 #include "trace/values/strings.h"
 
+#include "python/type_dict.h"
 #include "trace/operators.h"
 #include "trace/symbolic.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/sets.h"
 
 namespace bytegraph::trace {
 
@@ -11,6 +13,22 @@ namespace {
 
 [[noreturn]] void tensor_text(const ValuePtr& tensor) {
   unsupported("data_dependent_op", "formatting " + tensor->repr() + " reads its data");
+}
+
+// A real instance of a set subclass with the same members, made without running the class's
+// code: set's own repr prints the class name and the members (a class's Python __repr__ or
+// __str__ is inlined before this is asked).
+py::Ref<> set_subclass_stand_in(Tracer& tracer, ObjectValue& object) {
+  auto* type = reinterpret_cast<PyTypeObject*>(object.python_type());
+  py::Ref<> members = object.set_storage(tracer)->keys(false);
+  if (object.is_frozenset_subclass()) {
+    py::Ref<> args = check(PyTuple_Pack(1, members.get()));
+    return check(PyFrozenSet_Type.tp_new(type, args.get(), nullptr));
+  }
+  py::Ref<> no_args = check(PyTuple_New(0));
+  py::Ref<> made = check(PySet_Type.tp_new(type, no_args.get(), nullptr));
+  check(PyObject_CallFunctionObjArgs(py::own_type_attribute(&PySet_Type, "update"), made.get(), members.get(), nullptr));
+  return made;
 }
 
 // The real object whose text stands for `value`, or null: objects whose str/repr run no user
@@ -24,6 +42,8 @@ py::Ref<> textual_object(Tracer& tracer, const ValuePtr& symbolic) {
   if (auto items = dynamic_cast<SequenceValue*>(value.get()))
     for (const auto& item : items->items)
       if (item->is_tensor()) tensor_text(item);
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_set_subclass())
+    return set_subclass_stand_in(tracer, *object);
   PyObject* real = value->real_object();
   if (real == nullptr) return nullptr;
   PyTypeObject* type = Py_TYPE(real);
