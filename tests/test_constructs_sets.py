@@ -314,3 +314,30 @@ def test_set_methods_called_through_the_class():
         return x + len(set.union(p, q)), set.__or__(p, q), set.__len__(p), set.__contains__(q, "c")
 
     capture(f, torch.ones(1), ops=1)
+
+
+def test_unhashable_members_and_non_set_operands_raise_as_in_python():
+    def f(x):
+        caught = []
+        for attempt in (lambda: {1}.union([[]]), lambda: {1} - 1, lambda: {1}.add(), lambda: {[1]: 2},
+                        lambda: set().union(1)):
+            try:
+                attempt()
+            except TypeError as error:
+                caught.append(str(error))
+        return x + len(caught), caught
+
+    out, _ = capture(f, torch.ones(1), ops=1)
+    assert len(out[1]) == 5
+
+
+def test_a_set_is_looked_up_as_a_frozenset_and_classes_are_dict_keys():
+    def f(x):
+        s = {frozenset("ab"), 3}
+        found = {"a", "b"} in s
+        s.discard({"a", "b"})
+        kinds = {int: "int", float: "float"}
+        kinds[str] = "str"
+        return x + len(s), found, kinds[int], str in kinds, list(kinds)
+
+    capture(f, torch.ones(1), ops=1)

@@ -571,3 +571,34 @@ def test_a_slot_written_in_the_trace_reads_back_as_written():
     assert torch.equal(compiled(torch.ones(2), compiled_box), f(torch.ones(2), eager_box))
     assert (compiled_box.scale, compiled_box.cache) == (eager_box.scale, eager_box.cache) == (3.0, 6.0)
     assert counter.frame_count == 1 and counter.op_count == 2
+
+
+# ---- code that reads its own frame ----------------------------------------------------------
+
+
+def test_locals_is_the_traced_frames_variables():
+    def f(x, fullname="abc"):
+        y = x + 1
+        captured = dict(locals())
+        captured.pop("x"), captured.pop("y")
+        return y * 2, "spec_for_{fullname}".format(**captured), sorted(vars())
+
+    cf, counter = compiled_with_counter(f)
+    assert f(torch.ones(1))[1:] == cf(torch.ones(1))[1:]
+    assert counter.frame_count == 1 and counter.op_count == 2
+
+
+def test_a_break_at_a_call_that_reads_the_frame_runs_the_frame_eagerly():
+    import inspect
+    import sys
+
+    def f(x):
+        y = x + 1
+        here = sys._getframe()
+        return y, here.f_code.co_name, sorted(here.f_locals), inspect.currentframe().f_code.co_name
+
+    cf, counter = compiled_with_counter(f)
+    # Resumed after a break, these calls would see the generated function's frame.
+    assert cf(torch.ones(1))[1:] == f(torch.ones(1))[1:] == ("f", ["here", "inspect", "sys", "x", "y"], "f")
+    kinds = [reason.kind for reason in bytegraph.explain(f)(torch.ones(1)).break_reasons]
+    assert kinds and kinds[0] == "frame_introspection"

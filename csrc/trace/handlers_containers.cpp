@@ -20,13 +20,10 @@ void build_list(Tracer&, FrameState& frame, const Instruction& inst) {
   frame.push(std::make_shared<SequenceValue>(true, frame.pop_n(inst.arg)));
 }
 
-void build_map(Tracer&, FrameState& frame, const Instruction& inst) {
+void build_map(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   Args flat = frame.pop_n(2 * static_cast<size_t>(inst.arg));
   auto dict = std::make_shared<DictValue>();
-  for (size_t i = 0; i < flat.size(); i += 2) {
-    if (!flat[i]->is_constant()) unsupported("unsupported_dict", "dict key " + flat[i]->repr());
-    dict->set_item(flat[i]->constant(), flat[i + 1]);
-  }
+  for (size_t i = 0; i < flat.size(); i += 2) dict->set_item(dict_key(tracer, flat[i], "unsupported_dict").get(), flat[i + 1]);
   frame.push(dict);
 }
 
@@ -136,9 +133,9 @@ void call_intrinsic_1(Tracer& tracer, FrameState& frame, const Instruction& inst
 void map_add(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr value = frame.pop();
   ValuePtr key = frame.pop();
-  if (!key->is_constant()) unsupported("unsupported_dict", "dict key " + key->repr());
+  py::Ref<> real_key = dict_key(tracer, key, "unsupported_dict");
   tracer.journal.save(frame.top(inst.arg - 1));
-  dict_at(frame, inst.arg - 1).set_item(key->constant(), value);
+  dict_at(frame, inst.arg - 1).set_item(real_key.get(), value);
 }
 
 void dict_update(Tracer& tracer, FrameState& frame, const Instruction& inst) {

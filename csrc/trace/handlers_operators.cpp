@@ -8,6 +8,7 @@
 #include "trace/symbolic.h"
 #include "trace/values/instance_dict.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/keys.h"
 
 namespace bytegraph::trace {
 
@@ -171,9 +172,9 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
     return;
   }
   if (auto* dict = dynamic_cast<DictValue*>(container.get())) {
-    if (!key->is_constant()) unsupported("unsupported_subscript", "dict key " + key->repr());
+    py::Ref<> real_key = dict_key(tracer, key, "unsupported_subscript");
     tracer.will_mutate(container);
-    dict->set_item(key->constant(), value);
+    dict->set_item(real_key.get(), value);
     return;
   }
   if (auto* object = dynamic_cast<ObjectValue*>(container.get())) {

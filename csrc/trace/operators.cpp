@@ -11,6 +11,7 @@
 
 #include "trace/symbolic.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/keys.h"
 
 namespace bytegraph::trace {
 
@@ -62,6 +63,9 @@ bool foldable(const ValuePtr& value) {
     return true;
   }
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
+    // Keys held by identity (classes) would come back from the fold as objects, not constants.
+    for (const auto& key : dict->keys)
+      if (!constant_member(key.get())) return false;
     for (const auto& item : dict->values)
       if (!foldable(item)) return false;
     return true;
@@ -276,8 +280,7 @@ bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) 
     return result == 1;
   }
   if (auto* dict = dynamic_cast<DictValue*>(haystack.get())) {
-    if (!needle->is_constant()) unsupported("unsupported_operator", "`in` a dict with key " + needle->repr());
-    return dict->find(needle->constant()) >= 0;
+    return dict->find(dict_key(tracer, needle, "unsupported_operator").get()) >= 0;
   }
   if (auto* set = dynamic_cast<SetValue*>(haystack.get())) return set->contains(tracer, needle);
   if (auto* view = dynamic_cast<DictViewValue*>(haystack.get())) return view->contains(tracer, needle);

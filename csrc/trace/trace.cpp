@@ -136,8 +136,12 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
       unsupported("unsupported_return", "returning " + error.why);
     }
   } else {
+    const bool introspection = break_info.kind == "frame_introspection";
     trace_result.graph_break = std::move(break_info);
     trace_result.break_state = describe_break_state(tracer, frame, outputs);
+    // Resumed in a generated function, the call would see that function's frame instead.
+    if (introspection && trace_result.break_state->not_restorable.empty())
+      trace_result.break_state->not_restorable = "a call that reads the frame itself (sys._getframe(), dir())";
     if (!trace_result.break_state->not_restorable.empty()) outputs = live_tensor_outputs(frame);
   }
   // Size arithmetic nothing uses (a comparison answered while tracing) is not computed.

@@ -208,12 +208,13 @@ class DictValue : public Value {
   int find(PyObject* key) const;  // index or -1
   bool mutable_here() const { return mutable_here_; }
 
-  std::vector<py::Ref<>> keys;  // constant keys, in insertion order
+  std::vector<py::Ref<>> keys;  // real keys (see dict_key), in insertion order
   Args values;
 
  private:
   bool mutable_here_;
 };
+
 
 // A for-loop iterator over a known list of items (lists, tuples, ranges, dict views,
 // ModuleList/Sequential children, enumerate/zip results).
@@ -538,6 +539,7 @@ class ObjectSlotValue : public Value {
   ObjectSlotValue(std::shared_ptr<ObjectValue> self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
   std::string repr() const override { return "ObjectSlotVariable(" + self_->repr() + ", " + name_ + ")"; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   // Read again as `obj.name` where generated code needs it (on the stack at a break).
   std::pair<ValuePtr, std::string> bound_attribute() const override { return {self_, name_}; }
 
@@ -545,6 +547,10 @@ class ObjectSlotValue : public Value {
   std::shared_ptr<ObjectValue> self_;
   std::string name_;
 };
+
+// `__name__`, `__qualname__` and `__self__` of a builtin method bound to `self` (what
+// unittest and functools read off a callable); a break for other attributes.
+ValuePtr builtin_method_attribute(Tracer& tracer, const ValuePtr& self, const std::string& method, const std::string& name);
 
 // Any other real object: usable as a constant-like opaque value (identity comparisons,
 // isinstance), but attribute reads and calls are not understood yet.

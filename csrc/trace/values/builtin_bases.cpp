@@ -93,16 +93,15 @@ ValuePtr call_base_method(Tracer& tracer, const std::shared_ptr<ObjectValue>& se
   if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(self->python_type()), &PyDict_Type)) return nullptr;
   std::shared_ptr<DictValue> items = self->dict_storage(tracer);
   if (name == "__setitem__" && args.size() == 2) {
-    if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
+    py::Ref<> key = dict_key(tracer, args[0], "unsupported_subscript");
     tracer.will_mutate(self);
     tracer.journal.save(items);
-    items->set_item(args[0]->constant(), args[1]);
+    items->set_item(key.get(), args[1]);
     return ConstantValue::none();
   }
   if (name == "__getitem__" && args.size() == 1) return items->get_item(tracer, args[0]);
   if (name == "__delitem__" && args.size() == 1) {
-    if (!args[0]->is_constant()) unsupported("unsupported_subscript", "dict key " + args[0]->repr());
-    int index = items->find(args[0]->constant());
+    int index = items->find(dict_key(tracer, args[0], "unsupported_subscript").get());
     if (index < 0) raise_error("key_error", PyExc_KeyError, args[0]);
     tracer.will_mutate(self);
     tracer.journal.save(items);
@@ -111,8 +110,10 @@ ValuePtr call_base_method(Tracer& tracer, const std::shared_ptr<ObjectValue>& se
     return ConstantValue::none();
   }
   if (name == "__len__" && args.empty()) return ConstantValue::make(check(PyLong_FromSsize_t(static_cast<Py_ssize_t>(items->keys.size()))));
-  if (name == "__contains__" && args.size() == 1 && args[0]->is_constant())
-    return ConstantValue::make(py::Ref<>::newref(items->find(args[0]->constant()) >= 0 ? Py_True : Py_False));
+  if (name == "__contains__" && args.size() == 1) {
+    bool found = items->find(dict_key(tracer, args[0], "unsupported_operator").get()) >= 0;
+    return ConstantValue::make(py::Ref<>::newref(found ? Py_True : Py_False));
+  }
   if (name == "__iter__" || name == "keys" || name == "values" || name == "items" || name == "get")
     return items->get_attr(tracer, name == "__iter__" ? "keys" : name)->call(tracer, args, {});
   if (name == "update" || name == "pop" || name == "setdefault" || name == "clear" || name == "popitem") {

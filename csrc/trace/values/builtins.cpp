@@ -39,7 +39,7 @@ bool is_pure_module_function(PyObject* function) {
     // str.upper, bytes.hex, int.bit_length: methods of immutable builtin types.
     PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(function)->d_type;
     return owner == &PyUnicode_Type || owner == &PyBytes_Type || owner == &PyLong_Type ||
-           owner == &PyFloat_Type || owner == &PyComplex_Type || owner == &PyTuple_Type;
+           owner == &PyFloat_Type || owner == &PyComplex_Type || owner == &PyTuple_Type || owner == &PyFrozenSet_Type;
   }
   if (!PyCFunction_Check(function)) return false;
   PyObject* self = PyCFunction_GET_SELF(function);  // borrowed
@@ -74,6 +74,21 @@ py::Ref<> class_object(Tracer& tracer, const ValuePtr& value) {
     return tuple;
   }
   unsupported("unsupported_call", "isinstance with class " + value->repr());
+}
+
+// locals() of the frame being traced: a new dict of its bound variables (cells by their
+// contents), in CPython's order; what the trace stored is what it holds.
+ValuePtr frame_locals(Tracer& tracer) {
+  const FrameState& frame = *tracer.frames.back();
+  auto dict = std::make_shared<DictValue>();
+  const auto& names = frame.code->localsplus_names;
+  for (size_t i = 0; i < names.size() && i < frame.locals.size(); ++i) {
+    ValuePtr value = frame.locals[i];
+    if (auto* cell = dynamic_cast<CellValue*>(value.get())) value = cell->contents;
+    if (!value || value->is_null()) continue;
+    dict->set_item(check(PyUnicode_FromString(names[i].c_str())).get(), value);
+  }
+  return dict;
 }
 
 ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
@@ -212,9 +227,7 @@ ValuePtr call_dict_fromkeys(Tracer& tracer, const Args& args) {
   ValuePtr value = args.size() == 2 ? args[1] : ConstantValue::none();
   auto dict = std::make_shared<DictValue>();
   for (const ValuePtr& key : *keys) {
-    if (!key->is_constant()) unsupported("unsupported_dict", "dict key " + key->repr());
-    if (PyObject_Hash(key->constant()) == -1) throw_python_error();
-    dict->set_item(key->constant(), value);
+    dict->set_item(dict_key(tracer, key, "unsupported_dict").get(), value);
   }
   return dict;
 }
@@ -392,6 +405,12 @@ ValuePtr call_on_object(Tracer& tracer, PyObject* function, const Args& args, co
     return ObjectSlotValue(object, PyUnicode_AsUTF8(name.get())).call(tracer, rest, kwargs);
   // set.union(s, t), set.__or__(s, t): the method of the symbolic set itself.
   if (auto set = std::dynamic_pointer_cast<SetValue>(args[0])) return call_set_method(tracer, set, PyUnicode_AsUTF8(name.get()), rest);
+  if (args[0]->is_constant() && PyFrozenSet_Check(args[0]->constant())) {
+    // frozenset.union(constant, a symbolic set): the constant as a symbolic frozenset.
+    auto frozen = std::make_shared<SetValue>(true);
+    frozen->assign(args[0]->constant(), {});
+    return call_set_method(tracer, frozen, PyUnicode_AsUTF8(name.get()), rest);
+  }
   return nullptr;
 }
 
@@ -415,6 +434,9 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
     return ConstantValue::none();
   }
   if (function == builtin("print")) unsupported("print", "print() has a side effect outside the graph");
+  if ((function == builtin("locals") || function == builtin("vars")) && args.empty() && kwargs.empty())
+    return frame_locals(tracer);
+  if (function == builtin("dir") && args.empty()) unsupported("frame_introspection", "dir() lists the calling frame's names");
   if (ValuePtr result = symbolic_builtin(tracer, *this, function, args, kwargs)) return result;
   if (function == builtin("len") && args.size() == 1) return call_len(tracer, args[0]);
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);

@@ -7,6 +7,9 @@
 #include "trace/values/dict_views.h"
 #include "trace/values/list_methods.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/keys.h"
+
+#include <unordered_set>
 
 namespace bytegraph::trace {
 
@@ -97,7 +100,32 @@ class ContainerMethodValue : public Value {
 
 // ---- sequences ------------------------------------------------------------------------
 
+namespace {
+
+// A container that holds itself (a module's globals, a list appended to itself) prints as
+// "..." where it recurs, as repr() does.
+class ReprScope {
+ public:
+  explicit ReprScope(const Value* value) : value_(value), entered_(active().insert(value).second) {}
+  ~ReprScope() {
+    if (entered_) active().erase(value_);
+  }
+  bool recursive() const { return !entered_; }
+
+ private:
+  static std::unordered_set<const Value*>& active() {
+    thread_local std::unordered_set<const Value*> values;
+    return values;
+  }
+  const Value* value_;
+  bool entered_;
+};
+
+}  // namespace
+
 std::string SequenceValue::repr() const {
+  ReprScope scope(this);
+  if (scope.recursive()) return is_list_ ? "[...]" : "(...)";
   return std::string(is_list_ ? "ListVariable(" : "TupleVariable(") + items_repr(items) + ")";
 }
 
@@ -176,6 +204,8 @@ ValuePtr SequenceValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
 // ---- dicts ----------------------------------------------------------------------------
 
 std::string DictValue::repr() const {
+  ReprScope scope(this);
+  if (scope.recursive()) return "{...}";
   std::string text = "ConstDictVariable({";
   for (size_t i = 0; i < keys.size(); ++i)
     text += (i ? ", " : "") + py_repr(keys[i].get()) + ": " + values[i]->repr();
@@ -213,16 +243,15 @@ py::Ref<> DictValue::as_graph_arg(Tracer& tracer, ArgMode mode) const {
   return dict;
 }
 
-std::optional<Args> DictValue::unpack(Tracer&) {
+std::optional<Args> DictValue::unpack(Tracer& tracer) {
   Args items;
-  for (const auto& key : keys) items.push_back(ConstantValue::make(key.copy()));
+  for (const auto& key : keys) items.push_back(key_value(tracer, key.get()));
   return items;
 }
 
 ValuePtr DictValue::get_item(Tracer& tracer, const ValuePtr& symbolic_key) {
   ValuePtr key = concrete_key(tracer, symbolic_key, "a dict key must be a concrete value");
-  if (!key->is_constant()) unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
-  int index = find(key->constant());
+  int index = find(dict_key(tracer, key, "unsupported_subscript").get());
   if (index < 0) raise_error("key_error", PyExc_KeyError, key);
   return values[index];
 }

@@ -4,6 +4,7 @@
 #include "trace/operators.h"
 #include "trace/values/generators.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/keys.h"
 
 namespace bytegraph::trace {
 
@@ -22,7 +23,6 @@ PyObject* view_type(DictViewValue::Kind kind) {
   return types[index];
 }
 
-ValuePtr key_value(PyObject* key) { return ConstantValue::make(py::Ref<>::newref(key)); }
 
 // Pairs from an iterable of 2-item iterables (dict.update(pairs), dict(pairs)).
 void update_from(Tracer& tracer, DictValue& dict, const ValuePtr& other) {
@@ -38,8 +38,7 @@ void update_from(Tracer& tracer, DictValue& dict, const ValuePtr& other) {
   for (const auto& pair : pairs) {
     auto kv = pair->unpack(tracer);
     if (!kv || kv->size() != 2) unsupported("unsupported_call", "dict.update with the item " + pair->repr());
-    if (!(*kv)[0]->is_constant()) unsupported("unsupported_dict", "dict key " + (*kv)[0]->repr());
-    dict.set_item((*kv)[0]->constant(), (*kv)[1]);
+    dict.set_item(dict_key(tracer, (*kv)[0], "unsupported_dict").get(), (*kv)[1]);
   }
 }
 
@@ -57,10 +56,10 @@ std::string DictViewValue::repr() const {
 
 PyObject* DictViewValue::python_type() const { return view_type(kind_); }
 
-std::optional<Args> DictViewValue::unpack(Tracer&) {
+std::optional<Args> DictViewValue::unpack(Tracer& tracer) {
   Args items;
   for (size_t i = 0; i < dict_->keys.size(); ++i) {
-    ValuePtr key = key_value(dict_->keys[i].get());
+    ValuePtr key = key_value(tracer, dict_->keys[i].get());
     if (kind_ == Kind::Keys) items.push_back(key);
     else if (kind_ == Kind::Values) items.push_back(dict_->values[i]);
     else items.push_back(std::make_shared<SequenceValue>(false, Args{key, dict_->values[i]}));
@@ -128,30 +127,29 @@ ValuePtr call_dict_method(Tracer& tracer, const std::shared_ptr<DictValue>& self
       if (dict.keys.empty()) raise_error("key_error", PyExc_KeyError, "popitem(): dictionary is empty");
       tracer.will_mutate(self);
       int last = static_cast<int>(dict.keys.size()) - 1;
-      auto pair = std::make_shared<SequenceValue>(false, Args{key_value(dict.keys[last].get()), dict.values[last]});
+      auto pair = std::make_shared<SequenceValue>(false, Args{key_value(tracer, dict.keys[last].get()), dict.values[last]});
       erase(dict, last);
       return pair;
     }
   }
   if ((name == "__contains__" || name == "__getitem__") && args.size() == 1) {
     if (name == "__getitem__") return dict.get_item(tracer, args[0]);
-    if (!args[0]->is_constant()) unsupported("unsupported_operator", "`in` a dict with key " + args[0]->repr());
-    return ConstantValue::make(py::Ref<>::newref(dict.find(args[0]->constant()) >= 0 ? Py_True : Py_False));
+    bool found = dict.find(dict_key(tracer, args[0], "unsupported_operator").get()) >= 0;
+    return ConstantValue::make(py::Ref<>::newref(found ? Py_True : Py_False));
   }
   if (name == "get" && (args.size() == 1 || args.size() == 2)) {
-    if (!args[0]->is_constant()) unsupported("unsupported_dict", "dict key " + args[0]->repr());
-    int index = dict.find(args[0]->constant());
+    int index = dict.find(dict_key(tracer, args[0], "unsupported_dict").get());
     if (index >= 0) return dict.values[index];
     return args.size() == 2 ? args[1] : ConstantValue::none();
   }
   if ((name == "setdefault" || name == "pop") && (args.size() == 1 || args.size() == 2)) {
-    if (!args[0]->is_constant()) unsupported("unsupported_dict", "dict key " + args[0]->repr());
-    int index = dict.find(args[0]->constant());
+    py::Ref<> key = dict_key(tracer, args[0], "unsupported_dict");
+    int index = dict.find(key.get());
     if (name == "setdefault") {
       if (index >= 0) return dict.values[index];
       tracer.will_mutate(self);
       ValuePtr value = args.size() == 2 ? args[1] : ConstantValue::none();
-      dict.set_item(args[0]->constant(), value);
+      dict.set_item(key.get(), value);
       return value;
     }
     if (index < 0) {

@@ -1,5 +1,6 @@
 // Callables: user functions (inlined), bound methods, torch functions (recorded), the
 // explicit graph break, and opaque objects.
+#include "python/import.h"
 #include "trace/operators.h"
 #include "trace/tracer.h"
 #include "trace/values/itertools.h"
@@ -187,6 +188,11 @@ ValuePtr BuiltinValue::get_attr(Tracer& tracer, const std::string& name) {
 
 ValuePtr OpaqueValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   if (ValuePtr iterator = call_itertools(tracer, object_.get(), args, kwargs)) return iterator;
+  static PyObject* getframe = [] {
+    py::Ref<> sys = import_module("sys");
+    return check(PyObject_GetAttrString(sys.get(), "_getframe")).release();  // kept for the process
+  }();
+  if (object_.get() == getframe) unsupported("frame_introspection", "sys._getframe() reads the calling frame");
   unsupported("unsupported_call", "calling " + py_repr(object_.get()) + ", which bytegraph cannot trace");
 }
 

@@ -308,6 +308,10 @@ ValuePtr ObjectValue::next_item(Tracer& tracer) {
 
 // ---- methods of object and of builtin bases, on a symbolic object ----------------------
 
+ValuePtr ObjectSlotValue::get_attr(Tracer& tracer, const std::string& name) {
+  return builtin_method_attribute(tracer, self_, name_, name);
+}
+
 ValuePtr ObjectSlotValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
   auto name_arg = [&](size_t i) -> std::string {

@@ -5,6 +5,7 @@
 #include "trace/values/dict_views.h"
 #include "trace/values/generators.h"
 #include "trace/values/iterators.h"
+#include "trace/values/keys.h"
 #include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
@@ -30,34 +31,12 @@ void add_all(PyObject* target, PyObject* source) {
 
 namespace {
 
-// Objects a set may hold by identity: their hash and == are the default ones (object's or
-// type's), so membership cannot run user code or depend on data.
-bool hashed_by_identity(PyObject* object) {
-  PyTypeObject* type = Py_TYPE(object);
-  // Builtin functions hash and compare by their module and definition.
-  if (PyCFunction_CheckExact(object)) return PyCFunction_GET_SELF(object) == nullptr || PyModule_Check(PyCFunction_GET_SELF(object));
-  bool identity_hash = type->tp_hash == PyBaseObject_Type.tp_hash || type->tp_hash == PyType_Type.tp_hash;
-  bool identity_eq = type->tp_richcompare == PyBaseObject_Type.tp_richcompare ||
-                     type->tp_richcompare == PyType_Type.tp_richcompare;
-  return identity_hash && identity_eq;
-}
-
 // The symbolic set behind a set, or behind an instance of a set or frozenset subclass.
 SetValue* set_value_of(Tracer& tracer, const ValuePtr& value) {
   if (auto* set = dynamic_cast<SetValue*>(value.get())) return set;
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_set_subclass())
     return object->set_storage(tracer).get();
   return nullptr;
-}
-
-// A member the tracer holds by value: a constant, or a tuple of them.
-bool constant_member(PyObject* item) {
-  if (PyTuple_CheckExact(item)) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(item); ++i)
-      if (!constant_member(PyTuple_GET_ITEM(item, i))) return false;
-    return true;
-  }
-  return classify(item) == ObjectKind::Constant && !PyAnySet_Check(item);
 }
 
 // The real set of keys of a set-like operand (a set, a frozenset constant, a dict's keys
@@ -79,6 +58,9 @@ py::Ref<> iterable_keys(Tracer& tracer, const ValuePtr& value) {
   if (py::Ref<> keys = set_like_keys(tracer, value, &view)) return keys;
   Args items = value->is_iterator() ? drain(tracer, *value) : [&] {
     auto unpacked = value->unpack(tracer);
+    if (!unpacked && value->is_constant())
+      raise_error("python_error", PyExc_TypeError,
+                  "'" + std::string(Py_TYPE(value->constant())->tp_name) + "' object is not iterable");
     if (!unpacked) unsupported("unsupported_set", "the items of " + value->repr());
     return *unpacked;
   }();
@@ -157,6 +139,9 @@ class SetMethodValue : public Value {
   SetMethodValue(std::shared_ptr<SetValue> set, std::string name) : set_(std::move(set)), name_(std::move(name)) {}
   std::string repr() const override { return "GetAttrVariable(" + set_->repr() + ", " + name_ + ")"; }
   std::pair<ValuePtr, std::string> bound_attribute() const override { return {set_, name_}; }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override {
+    return builtin_method_attribute(tracer, set_, name_, name);
+  }
 
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
     if (!kwargs.empty()) unsupported("unsupported_call", repr() + " with keyword arguments");
@@ -209,6 +194,7 @@ class SetMethodValue : public Value {
         {"symmetric_difference_update", PyNumber_InPlaceXor, true}};
     for (const auto& method : methods) {
       if (name_ != method.name) continue;
+      if (args.size() != 1 && name_.rfind("symmetric_difference", 0) == 0) wrong_arguments(args.size());
       py::Ref<> keys = set.keys(set.frozen());
       Args operands{set_};
       for (const auto& arg : args) {
@@ -243,7 +229,20 @@ class SetMethodValue : public Value {
       py::Ref<> common = check(PyNumber_And(set.keys(false).get(), other.get()));
       return make_bool(PySet_GET_SIZE(common.get()) == 0);
     }
-    unsupported("unsupported_call", repr() + " with " + std::to_string(args.size()) + " arguments");
+    wrong_arguments(args.size());
+  }
+
+  // CPython's TypeError for a known method called with the wrong number of arguments.
+  [[noreturn]] void wrong_arguments(size_t given) {
+    static const char* no_arguments[] = {"clear", "pop", "copy", "__len__", "__iter__"};
+    static const char* one_argument[] = {"add", "discard", "remove", "issubset", "issuperset", "isdisjoint", "__contains__",
+                                         "symmetric_difference", "symmetric_difference_update"};
+    std::string method = std::string(set_->frozen() ? "frozenset" : "set") + "." + name_ + "()";
+    for (const char* name : no_arguments)
+      if (name_ == name) raise_error("bad_call", PyExc_TypeError, method + " takes no arguments (" + std::to_string(given) + " given)");
+    for (const char* name : one_argument)
+      if (name_ == name) raise_error("bad_call", PyExc_TypeError, method + " takes exactly one argument (" + std::to_string(given) + " given)");
+    unsupported("unsupported_call", repr() + " with " + std::to_string(given) + " arguments");
   }
 
   std::shared_ptr<SetValue> set_;
@@ -270,23 +269,6 @@ std::string SetValue::repr() const {
 
 size_t SetValue::size() const { return static_cast<size_t>(PySet_GET_SIZE(keys_.get())); }
 
-py::Ref<> set_key(Tracer& tracer, const ValuePtr& item) {
-  py::Ref<> key;
-  if (auto* tensor = dynamic_cast<TensorValue*>(item.get())) {
-    // A tensor hashes and compares by identity, which its fake follows (see same_object).
-    key = py::Ref<>::newref(tensor->fake());
-  } else if (item->is_constant()) {
-    key = py::Ref<>::newref(item->constant());
-  } else if (auto* seq = dynamic_cast<SequenceValue*>(item.get()); seq && !seq->is_list()) {
-    key = constant_of(item);
-  } else if (PyObject* real = item->real_object(); real && hashed_by_identity(real)) {
-    tracer.pin_identity(item);
-    key = py::Ref<>::newref(real);
-  }
-  if (!key) unsupported("unsupported_set", "a set member " + item->repr());
-  if (PyObject_Hash(key.get()) == -1) throw_python_error();  // unhashable: the real set raises too
-  return key;
-}
 
 void SetValue::add(Tracer& tracer, const ValuePtr& item) {
   py::Ref<> key = set_key(tracer, item);
@@ -297,8 +279,19 @@ void SetValue::add(Tracer& tracer, const ValuePtr& item) {
   if (!item->is_constant() && !dynamic_cast<SequenceValue*>(item.get())) members_[key.get()] = item;
 }
 
+namespace {
+
+// The key `in`, remove() and discard() look up: a set (unhashable) is looked up as the
+// frozenset of its members, as CPython retries it.
+py::Ref<> lookup_key(Tracer& tracer, const ValuePtr& item) {
+  if (SetValue* set = set_value_of(tracer, item); set && !set->frozen()) return set->keys(true);
+  return set_key(tracer, item);
+}
+
+}  // namespace
+
 bool SetValue::discard(Tracer& tracer, const ValuePtr& item) {
-  py::Ref<> key = set_key(tracer, item);
+  py::Ref<> key = lookup_key(tracer, item);
   // The stored key object (an equal constant may be another object).
   PyObject* stored = nullptr;
   PyObject* candidate;
@@ -327,7 +320,7 @@ void SetValue::clear() {
 }
 
 bool SetValue::contains(Tracer& tracer, const ValuePtr& item) const {
-  py::Ref<> key = set_key(tracer, item);
+  py::Ref<> key = lookup_key(tracer, item);
   int found = PySet_Contains(keys_.get(), key.get());
   check_status(found);
   return found == 1;
@@ -458,7 +451,21 @@ ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands) 
   }
   bool in_place = false;
   binaryfunc op = algebra(function, &in_place);
-  if (op == nullptr || !left || !right) return nullptr;
+  if (op == nullptr) return nullptr;
+  if (!left || !right) {
+    // The other operand is no set: a constant or a builtin container has no reflected method.
+    const ValuePtr& other = left ? operands[1] : operands[0];
+    bool builtin = other->is_constant() || dynamic_cast<SequenceValue*>(other.get()) || dynamic_cast<DictValue*>(other.get());
+    if (!builtin) return nullptr;
+    static const std::pair<const char*, const char*> symbols[] = {{"or_", "|"}, {"and_", "&"}, {"sub", "-"}, {"xor", "^"},
+                                                                  {"ior", "|="}, {"iand", "&="}, {"isub", "-="}, {"ixor", "^="}};
+    std::string symbol = "?";
+    for (const auto& [name, text] : symbols)
+      if (function == operator_function(name)) symbol = text;
+    auto type_name = [](const ValuePtr& value) { return std::string(reinterpret_cast<PyTypeObject*>(value->python_type())->tp_name); };
+    raise_error("python_error", PyExc_TypeError, "unsupported operand type(s) for " + symbol + ": '" + type_name(operands[0]) +
+                                                     "' and '" + type_name(operands[1]) + "'");
+  }
   SetValue* target = set_value_of(tracer, operands[0]);
   if (in_place && target && !target->frozen()) {
     // s |= t mutates s; on a frozenset it makes a new one.

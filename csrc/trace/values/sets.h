@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "trace/tracer.h"
+#include "trace/values/keys.h"
 
 namespace bytegraph::trace {
 
@@ -58,9 +59,6 @@ std::shared_ptr<SetValue> wrap_set(Tracer& tracer, PyObject* real, const guards:
 // A set of `members` (a tuple of real objects, unguarded: the caller guards where they came
 // from), or null as for wrap_set. Its changes are written back through `source`.
 std::shared_ptr<SetValue> set_of_members(Tracer& tracer, bool frozen, PyObject* members, guards::SourcePtr source);
-// The key a value has in a set: constants as themselves, identity members as their object,
-// tensors as their fake; a break where the tracer cannot decide membership.
-py::Ref<> set_key(Tracer& tracer, const ValuePtr& item);
 // |, &, -, ^ and comparisons where an operand is a set, a frozenset or a dict's keys view
 // (in-place forms mutate a set made in the trace); null when no operand is one.
 ValuePtr set_operator(Tracer& tracer, PyObject* function, const Args& operands);

@@ -38,6 +38,18 @@ ValuePtr Value::get_attr(Tracer&, const std::string& name) {
   unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "')");
 }
 
+ValuePtr builtin_method_attribute(Tracer&, const ValuePtr& self, const std::string& method, const std::string& name) {
+  if (name == "__name__") return ConstantValue::make(check(PyUnicode_FromString(method.c_str())));
+  if (name == "__self__") return self;
+  if (name == "__qualname__") {
+    // Named after the builtin base that defines it (set.add on a set subclass is "set.add").
+    auto* type = reinterpret_cast<PyTypeObject*>(self->python_type());
+    while (type && PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE)) type = type->tp_base;
+    return ConstantValue::make(check(PyUnicode_FromString(((type ? type->tp_name : "object") + std::string(".") + method).c_str())));
+  }
+  unsupported("unsupported_attribute", "getattr(" + self->repr() + "." + method + ", '" + name + "')");
+}
+
 void Value::set_attr(Tracer&, const std::string& name, const ValuePtr&) {
   unsupported("side_effect", "setting attribute '" + name + "' of " + repr());
 }

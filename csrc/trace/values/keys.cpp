@@ -1,0 +1,83 @@
+// Values of the trace as dict keys and set members: see values/keys.h.
+#include "trace/values/keys.h"
+
+#include "trace/operators.h"
+#include "trace/tracer.h"
+#include "trace/values/exceptions.h"
+#include "trace/values/sets.h"
+
+namespace bytegraph::trace {
+
+bool hashed_by_identity(PyObject* object) {
+  PyTypeObject* type = Py_TYPE(object);
+  // Builtin functions hash and compare by their module and definition.
+  if (PyCFunction_CheckExact(object)) return PyCFunction_GET_SELF(object) == nullptr || PyModule_Check(PyCFunction_GET_SELF(object));
+  bool identity_hash = type->tp_hash == PyBaseObject_Type.tp_hash || type->tp_hash == PyType_Type.tp_hash;
+  bool identity_eq = type->tp_richcompare == PyBaseObject_Type.tp_richcompare ||
+                     type->tp_richcompare == PyType_Type.tp_richcompare;
+  return identity_hash && identity_eq;
+}
+
+bool constant_member(PyObject* item) {
+  if (PyUnicode_CheckExact(item) || PyLong_CheckExact(item)) return true;
+  if (PyTuple_CheckExact(item)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(item); ++i)
+      if (!constant_member(PyTuple_GET_ITEM(item, i))) return false;
+    return true;
+  }
+  return classify(item) == ObjectKind::Constant && !PyAnySet_Check(item);
+}
+
+namespace {
+
+// The type name of a value whose class makes it unhashable (__hash__ = None: lists, dicts,
+// sets, their subclasses), or null.
+const char* unhashable_type(const ValuePtr& value) {
+  if (auto* seq = dynamic_cast<SequenceValue*>(value.get()); seq && seq->is_list()) return "list";
+  if (dynamic_cast<DictValue*>(value.get())) return "dict";
+  if (auto* set = dynamic_cast<SetValue*>(value.get()); set && !set->frozen()) return "set";
+  if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
+    auto* type = reinterpret_cast<PyTypeObject*>(object->python_type());
+    py::Ref<> name = check(PyUnicode_FromString("__hash__"));
+    if (_PyType_Lookup(type, name.get()) == Py_None) return type->tp_name;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+py::Ref<> dict_key(Tracer& tracer, const ValuePtr& item, const char* kind) {
+  py::Ref<> key;
+  if (item->is_constant()) {
+    key = py::Ref<>::newref(item->constant());
+  } else if (auto* seq = dynamic_cast<SequenceValue*>(item.get()); seq && !seq->is_list()) {
+    key = constant_of(item);
+  } else if (PyObject* real = item->real_object(); real && hashed_by_identity(real)) {
+    tracer.pin_identity(item);
+    key = py::Ref<>::newref(real);
+  } else if (const char* type = unhashable_type(item)) {
+    raise_error("python_error", PyExc_TypeError, std::string("unhashable type: '") + type + "'");
+  } else if (auto* object = dynamic_cast<ObjectValue*>(item.get()); object && object->is_frozenset_subclass()) {
+    // frozenset's own hash and == (no Python override) are its members'.
+    auto* type = reinterpret_cast<PyTypeObject*>(object->python_type());
+    if (type->tp_hash == PyFrozenSet_Type.tp_hash && type->tp_richcompare == PyFrozenSet_Type.tp_richcompare)
+      key = object->set_storage(tracer)->keys(true);
+  }
+  if (!key) unsupported(kind, "a key " + item->repr());
+  // Unhashable (a list inside a tuple): the real dict raises the same error.
+  if (PyObject_Hash(key.get()) == -1) raise_python_error(tracer, PythonError::fetch());
+  return key;
+}
+
+ValuePtr key_value(Tracer& tracer, PyObject* key) {
+  if (PyUnicode_CheckExact(key) || PyLong_CheckExact(key) || classify(key) == ObjectKind::Constant || PyTuple_CheckExact(key))
+    return ConstantValue::make(py::Ref<>::newref(key));
+  return tracer.wrap(key, nullptr);  // an object held by identity, pinned where it was read
+}
+
+py::Ref<> set_key(Tracer& tracer, const ValuePtr& item) {
+  if (auto* tensor = dynamic_cast<TensorValue*>(item.get())) return py::Ref<>::newref(tensor->fake());
+  return dict_key(tracer, item, "unsupported_set");
+}
+
+}  // namespace bytegraph::trace
