@@ -210,6 +210,8 @@ class FrameConverter:
         with record.phase("guards"):
             guards = result.build_guards()
         record.captured(new_code, guard_lines, "captured" if info is None else "split", plan.resume_codes)
+        global _compiled_entries
+        _compiled_entries += 1
         return new_code, guards, (compiled, gm, graph_name, plan.resume_codes)
 
     def _compiler(self):
@@ -217,12 +219,19 @@ class FrameConverter:
         return forced if forced is not None else self.compiler_fn
 
     def _recompile_allowed(self, code):
-        """Under the eager_on_recompile and fail_on_recompile stances, a code with entries
-        is not compiled again (the first runs eagerly, the second raises)."""
+        """Under the eager_on_recompile and fail_on_recompile stances (or
+        config.error_on_recompile), a code with entries is not compiled again (the first runs
+        eagerly, the others raise)."""
         name = stance.current().name
-        if name not in ("eager_on_recompile", "fail_on_recompile") or not _frame_module().cache_entries(code):
+        forbidden = name in ("eager_on_recompile", "fail_on_recompile") or config.error_on_recompile
+        if not forbidden or not _frame_module().cache_entries(code):
             return True
         reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
+        if name != "fail_on_recompile" and name != "eager_on_recompile":
+            raise stance.RecompileError(
+                f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) would be compiled again, "
+                f"which bytegraph.config.error_on_recompile forbids. No cache entry matched:\n"
+                + "\n".join(f"  - {r}" for r in reasons))
         if name == "eager_on_recompile":
             recompile_log.info("%s runs eagerly instead of recompiling (stance eager_on_recompile): %s",
                                code.co_qualname, reasons[0] if reasons else "no entry matched")
@@ -242,6 +251,14 @@ class FrameConverter:
         )
 
     def _within_cache_limit(self, code):
+        global _accumulated_limit_reported
+        if _compiled_entries >= config.accumulated_cache_size_limit:
+            if not _accumulated_limit_reported:
+                _accumulated_limit_reported = True
+                log.warning("bytegraph: %d entries have been compiled in this process, the limit "
+                            "(config.accumulated_cache_size_limit); frames not compiled yet run eagerly "
+                            "from now on.", _compiled_entries)
+            return False
         entries = len(_frame_module().cache_entries(code))
         limit = self.recompile_limit if self.recompile_limit is not None else config.cache_size_limit
         if entries < limit:
@@ -466,9 +483,16 @@ def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn
     )
 
 
+# Cache entries compiled in this process since the last reset (config.accumulated_cache_size_limit).
+_compiled_entries = 0
+_accumulated_limit_reported = False
+
+
 def reset():
     """Forget compile-time state kept by this layer (resume functions, logged names, the sizes
-    each code object has seen for automatic dynamic shapes)."""
+    each code object has seen for automatic dynamic shapes, the count of compiled entries)."""
+    global _compiled_entries, _accumulated_limit_reported
+    _compiled_entries, _accumulated_limit_reported = 0, False
     _C.codegen.reset_resume_cache()
     _logged_resume_codes.clear()
     _dynamic.reset()

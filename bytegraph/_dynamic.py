@@ -154,8 +154,8 @@ class ShapePolicy:
             elif seen is not None and seen[dim] is not None:
                 # Seen to change: its own symbol, not one shared with whatever size it has now.
                 specs.append(DimSpec("dynamic", seen[dim]))
-            elif self.dynamic is True:
-                specs.append(DimSpec("duck", "dynamic=True"))
+            elif self._dynamic_from_the_start():
+                specs.append(DimSpec("duck", "dynamic=True" if self.dynamic else "config.assume_static_by_default = False"))
             else:
                 specs.append(DimSpec("static"))
         if all(spec.kind == "static" for spec in specs):
@@ -169,6 +169,10 @@ class ShapePolicy:
             return None
         sizes = list(t.shape)
         recorded = self.state.sizes.get(name)
+        if recorded is None and name in self.state.ints:
+            # An int in an earlier call, a tensor now: what it holds changes from call to call.
+            self.state.sizes[name] = [None] * len(sizes)
+            return ["it was an int in an earlier call (automatic dynamic)"] * len(sizes) or None
         if recorded is None or len(recorded) != len(sizes):
             self.state.sizes[name] = sizes
             return None
@@ -181,13 +185,19 @@ class ShapePolicy:
                 reasons[dim] = f"its size changed from {before} to {now} (automatic dynamic)"
         return reasons if any(reasons) else None
 
+    def _dynamic_from_the_start(self):
+        return self.dynamic is True or (self.dynamic is None and not config.assume_static_by_default)
+
     def int_dynamic(self, name, value):
         """Why int input `value` (source `name`) is symbolic, or None when it stays a constant."""
-        if self.dynamic is True:
-            return "dynamic=True"
+        if self._dynamic_from_the_start():
+            return "dynamic=True" if self.dynamic else "config.assume_static_by_default = False"
         if self.dynamic is False or not config.automatic_dynamic_shapes:
             return None
         ints = self.state.ints
+        if name not in ints and name in self.state.sizes:
+            ints[name] = None  # a tensor in an earlier call, an int now
+            return "it was a tensor in an earlier call (automatic dynamic)"
         if name not in ints:
             ints[name] = value
             return None

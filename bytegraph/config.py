@@ -25,6 +25,8 @@ _SETTINGS = {
     "disable": (False, "make bytegraph.compile/optimize return the function unchanged"),
     "capture_scalar_outputs": (False, "keep .item() in the graph instead of breaking"),
     "automatic_dynamic_shapes": (True, "recompile with dynamic sizes once a size changes"),
+    "assume_static_by_default": (True, "compile with static sizes first (False: sizes and ints are dynamic "
+                                       "from the first compile, as with dynamic=True, unless dynamic=False)"),
     "verify_correctness": (False, "run each compiled call's original eagerly on copies of its arguments "
                                   "and raise CorrectnessError when results, exceptions or mutations differ"),
     "optimize_ddp": (True, "under DistributedDataParallel, split each graph at the gradient buckets' "
@@ -61,13 +63,39 @@ def _check(name, value):
         raise TypeError(f"bytegraph.config.{name} must be {expected.__name__}, got {type(value).__name__}")
 
 
+# Settings read from (and written to) another config while linked: `bytegraph run` links the
+# torch._dynamo.config settings that mean the same, so a torch.compile program's configuration
+# (including torch's config.patch) applies to bytegraph. name -> (owner, attribute).
+_links = {}
+
+
+def link(name, owner, attribute):
+    """Read and write setting `name` as `owner.attribute` until `unlink_all()`."""
+    if name not in _SETTINGS:
+        raise AttributeError(f"bytegraph.config has no setting {name!r}")
+    _links[name] = (owner, attribute)
+
+
+def unlink_all():
+    _links.clear()
+
+
 class _ConfigModule(types.ModuleType):
     """The module type of bytegraph.config: validates every assignment."""
+
+    def __getattribute__(self, name):
+        link = _links.get(name)
+        if link is None:
+            return super().__getattribute__(name)
+        return getattr(link[0], link[1])
 
     def __setattr__(self, name, value):
         if name.startswith("_"):
             return super().__setattr__(name, value)
         _check(name, value)
+        link = _links.get(name)
+        if link is not None:
+            setattr(link[0], link[1], value)
         super().__setattr__(name, value)
 
     def __delattr__(self, name):

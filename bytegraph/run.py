@@ -13,6 +13,7 @@ routing torch.compile's entry points in this process to bytegraph, with the same
 | torch.compiler.allow_in_graph, torch._dynamo.allow_in_graph / disallow_in_graph | bytegraph's |
 | torch.compiler.is_compiling, torch._dynamo.is_compiling | bytegraph.is_compiling |
 | torch.compiler.set_stance                          | bytegraph.set_stance        |
+| torch._dynamo.config.recompile_limit, automatic_dynamic_shapes, assume_static_by_default, capture_scalar_outputs, suppress_errors, verbose, error_on_recompile, accumulated_recompile_limit | read by bytegraph.config (cache_size_limit, accumulated_cache_size_limit, the others by their names) |
 
 TORCH_LOGS and TORCH_TRACE are honoured too, when BYTEGRAPH_LOGS / BYTEGRAPH_TRACE are not set
 (the TORCH_LOGS names bytegraph does not have are ignored, with a note). Arguments of
@@ -123,14 +124,31 @@ class Routing:
         for owner, name, replacement in replacements:
             setattr(owner, name, replacement)
         self._saved_error_type = bytegraph.exc.set_graph_break_error_type(_torch_compatible_graph_break_error())
+        for setting, torch_name in _LINKED_SETTINGS.items():
+            if hasattr(torch._dynamo.config, torch_name):
+                bytegraph.config.link(setting, torch._dynamo.config, torch_name)
 
     def restore(self):
         import bytegraph
 
+        bytegraph.config.unlink_all()
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved = []
         bytegraph.exc.set_graph_break_error_type(self._saved_error_type)
+
+
+# bytegraph.config settings that read torch._dynamo.config's of the same meaning.
+_LINKED_SETTINGS = {
+    "cache_size_limit": "recompile_limit",
+    "accumulated_cache_size_limit": "accumulated_recompile_limit",
+    "automatic_dynamic_shapes": "automatic_dynamic_shapes",
+    "assume_static_by_default": "assume_static_by_default",
+    "capture_scalar_outputs": "capture_scalar_outputs",
+    "suppress_errors": "suppress_errors",
+    "verbose": "verbose",
+    "error_on_recompile": "error_on_recompile",
+}
 
 
 def _torch_compatible_graph_break_error():

@@ -142,6 +142,33 @@ def test_automatic_int_argument_becomes_symbolic():
     assert isinstance(placeholders(counter.graphs[1])["n"], torch.SymInt)
 
 
+def test_automatic_int_a_function_argument_closes_over_becomes_symbolic():
+    def adder(n):
+        def add(y):
+            return y + n
+
+        return add
+
+    counter = sweep(lambda x, fn: fn(x), [(torch.randn(5), adder(n)) for n in range(6)])
+    assert counter.frame_count == 2
+
+
+def test_an_argument_that_swaps_between_tensor_and_int_is_made_dynamic():
+    def mul(x, y):
+        return x * y
+
+    calls = [(torch.randn(n), torch.randn(n) if y is None else y)
+             for n, y in [(2, None), (3, 3), (4, None), (4, None), (5, 4), (5, 4), (6, None)]]
+    assert sweep(mul, calls).frame_count == 3
+
+
+def test_assume_static_by_default_off_compiles_dynamic_first():
+    with bytegraph.config.patch(assume_static_by_default=False):
+        counter = sweep(batch, batches([3, 5, 7], 4))
+        assert counter.frame_count == 1
+        assert sweep(batch, batches([3, 5], 4), dynamic=False).frame_count == 2  # dynamic=False still wins
+
+
 def test_dynamic_true_int_is_symbolic_from_the_start_and_zero_one_are_not_special():
     counter = sweep(scale, [(torch.randn(3), n) for n in (5, 0, 1, 7)], dynamic=True)
     assert counter.frame_count == 1

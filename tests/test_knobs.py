@@ -81,6 +81,38 @@ def test_fail_on_recompile_raises_with_the_failed_guard_and_what_to_do():
     compiled(torch.ones(4))
 
 
+def test_error_on_recompile_raises_instead_of_compiling_again():
+    counter = CompileCounter()
+    compiled = bytegraph.compile(double, backend=counter)
+    with bytegraph.config.patch(error_on_recompile=True):
+        compiled(torch.ones(3))  # the first compile is not a recompile
+        compiled(torch.ones(3))
+        with pytest.raises(bytegraph.stance.RecompileError) as info:
+            compiled(torch.ones(4))
+    assert "error_on_recompile" in str(info.value) and "expected 3, got 4" in str(info.value)
+    assert counter.frame_count == 1
+    compiled(torch.ones(4))
+    assert counter.frame_count == 2
+
+
+def test_accumulated_cache_size_limit_counts_entries_across_functions():
+    def triple(x):
+        return x * 3
+
+    counter = CompileCounter()
+    first, second = bytegraph.compile(double, backend=counter), bytegraph.compile(triple, backend=counter)
+    with bytegraph.config.patch(accumulated_cache_size_limit=2):
+        first(torch.ones(3))
+        first(torch.ones(2, 2))
+        torch.testing.assert_close(second(torch.ones(3)), triple(torch.ones(3)))  # over the limit: eager
+        assert counter.frame_count == 2
+        first(torch.ones(3))  # compiled entries still run
+        assert counter.frame_count == 2
+    bytegraph.reset()  # the count starts again
+    second(torch.ones(3))
+    assert counter.frame_count == 3
+
+
 def test_set_stance_rejects_what_it_does_not_know():
     with pytest.raises(ValueError, match="unknown stance 'eagerly'"):
         bytegraph.set_stance("eagerly")

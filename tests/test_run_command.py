@@ -119,6 +119,24 @@ def test_routing_replaces_torch_entry_points_and_restores_them():
     assert (torch.compile, torch._dynamo.optimize, torch.compiler.is_compiling, torch.compiler.disable) == original
 
 
+def test_routing_links_torch_dynamo_config_to_bytegraph_config():
+    import torch._dynamo.config as dynamo_config
+
+    routing = run.Routing()
+    try:
+        with dynamo_config.patch(recompile_limit=3, automatic_dynamic_shapes=False, error_on_recompile=True):
+            assert bytegraph.config.cache_size_limit == 3
+            assert bytegraph.config.automatic_dynamic_shapes is False and bytegraph.config.error_on_recompile
+        assert bytegraph.config.cache_size_limit == dynamo_config.recompile_limit
+        with bytegraph.config.patch(verbose=True):  # a write through bytegraph reaches torch's too
+            assert dynamo_config.verbose is True
+        assert dynamo_config.verbose is False
+    finally:
+        routing.restore()
+    with dynamo_config.patch(recompile_limit=3):
+        assert bytegraph.config.cache_size_limit == 8  # unlinked again
+
+
 def test_a_fullgraph_break_is_a_torch_dynamo_unsupported_for_code_that_catches_it(tmp_path):
     script = tmp_path / "catches.py"
     script.write_text(

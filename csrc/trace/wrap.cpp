@@ -28,11 +28,15 @@ bool is_literal(PyObject* value) {
 
 // Int arguments (or items of argument tuples/lists) may become symbolic; ints read from
 // globals, attributes or defaults stay constants, as under torch.compile.
+// An argument, an item of one, or a variable a function argument closes over
+// (`L['g'].__closure__[0].cell_contents`): values that change from call to call, which
+// automatic dynamic shapes follow.
 bool is_argument(const SourcePtr& source) {
   using K = guards::Source::Kind;
   if (!source) return false;
   if (source->kind == K::Local) return true;
-  return source->kind == K::Item && is_argument(source->base);
+  bool closure_step = source->kind == K::Attr && (source->name == "__closure__" || source->name == "cell_contents");
+  return (source->kind == K::Item || closure_step) && is_argument(source->base);
 }
 
 // `type(obj).name` or `cls.name`: a function a class holds, which stays the same object
