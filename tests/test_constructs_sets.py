@@ -341,3 +341,29 @@ def test_a_set_is_looked_up_as_a_frozenset_and_classes_are_dict_keys():
         return x + len(s), found, kinds[int], str in kinds, list(kinds)
 
     capture(f, torch.ones(1), ops=1)
+
+
+def test_tuples_holding_classes_are_dict_keys():
+    cache = {}
+
+    def compile_pattern(kind, text):
+        key = (type(text), text, kind)
+        if key not in cache:
+            cache[key] = len(cache)
+        return cache[key]
+
+    def f(x):
+        first = compile_pattern(0, "a")
+        again = compile_pattern(0, "a")
+        return x + first + again, [k for k in cache]
+
+    capture(f, torch.ones(1), ops=2, calls=1)
+    assert list(cache) == [(str, "a", 0)]
+
+
+def test_zip_strict():
+    def f(x):
+        rows = list(zip([1, 2], ("a", "b"), strict=True))
+        return x + len(rows), rows
+
+    capture(f, torch.ones(1), ops=1)

@@ -258,7 +258,10 @@ ValuePtr call_callable(const ValuePtr& value) {
   unsupported("unsupported_call", "callable() of " + value->repr());
 }
 
-ValuePtr call_zip(Tracer& tracer, const Args& args) {
+// zip(*iterables, strict=False) over known items. With strict=True and lengths that differ,
+// CPython raises only once the short one runs out, which depends on how far the caller
+// iterates: a break.
+ValuePtr call_zip(Tracer& tracer, const Args& args, bool strict) {
   std::vector<Args> columns;
   size_t length = SIZE_MAX;
   for (const auto& arg : args) {
@@ -266,6 +269,8 @@ ValuePtr call_zip(Tracer& tracer, const Args& args) {
     length = std::min(length, columns.back().size());
   }
   if (columns.empty()) length = 0;
+  for (size_t i = 1; strict && i < columns.size(); ++i)
+    if (columns[i].size() != columns[0].size()) unsupported("unsupported_call", "zip(strict=True) over iterables of different lengths");
   Args rows;
   for (size_t i = 0; i < length; ++i) {
     Args row;
@@ -462,7 +467,11 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("format") && (args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args))
     return format_value(tracer, args[0], args.size() == 2 ? args[1] : nullptr);
   if (ValuePtr result = call_iteration_builtin(tracer, function, args, kwargs)) return result;
-  if (function == builtin("zip") && kwargs.empty()) return call_zip(tracer, args);
+  if (function == builtin("zip") && (kwargs.empty() || (kwargs.size() == 1 && kwargs[0].first == "strict"))) {
+    const ValuePtr strict = kwargs.empty() ? nullptr : kwargs[0].second;
+    if (strict && !strict->is_constant()) unsupported("unsupported_call", "zip(strict=" + strict->repr() + ")");
+    return call_zip(tracer, args, strict && PyObject_IsTrue(strict->constant()) == 1);
+  }
   if (function == builtin("super")) return call_super(tracer, args);
   if (function == builtin("type") && args.size() == 1 && args[0]->python_type()) {
     // With a source, so what the code reads from the class (`type(obj).scale`) is guarded.

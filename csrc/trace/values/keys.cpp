@@ -50,8 +50,13 @@ py::Ref<> dict_key(Tracer& tracer, const ValuePtr& item, const char* kind) {
   py::Ref<> key;
   if (item->is_constant()) {
     key = py::Ref<>::newref(item->constant());
+  } else if (auto* seq = dynamic_cast<SequenceValue*>(item.get()); seq && !seq->is_list() && seq->tuple_type) {
+    key = constant_of(item);  // a named tuple (torch.Size) of constants
   } else if (auto* seq = dynamic_cast<SequenceValue*>(item.get()); seq && !seq->is_list()) {
-    key = constant_of(item);
+    // A tuple hashes by its items: each is a key itself ((type(pattern), pattern, flags)).
+    key = check(PyTuple_New(static_cast<Py_ssize_t>(seq->items.size())));
+    for (size_t i = 0; i < seq->items.size(); ++i)
+      PyTuple_SET_ITEM(key.get(), static_cast<Py_ssize_t>(i), dict_key(tracer, seq->items[i], kind).release());
   } else if (PyObject* real = item->real_object(); real && hashed_by_identity(real)) {
     tracer.pin_identity(item);
     key = py::Ref<>::newref(real);
@@ -70,9 +75,8 @@ py::Ref<> dict_key(Tracer& tracer, const ValuePtr& item, const char* kind) {
 }
 
 ValuePtr key_value(Tracer& tracer, PyObject* key) {
-  if (PyUnicode_CheckExact(key) || PyLong_CheckExact(key) || classify(key) == ObjectKind::Constant || PyTuple_CheckExact(key))
-    return ConstantValue::make(py::Ref<>::newref(key));
-  return tracer.wrap(key, nullptr);  // an object held by identity, pinned where it was read
+  if (constant_member(key)) return ConstantValue::make(py::Ref<>::newref(key));
+  return tracer.wrap(key, nullptr);  // held by identity (or a tuple holding such), pinned where it was read
 }
 
 py::Ref<> set_key(Tracer& tracer, const ValuePtr& item) {
