@@ -468,7 +468,11 @@ GAPS = [
 
 # Programs bytegraph gets wrong today (a result, an exception or a mutation that differs from
 # eager mode): the worst bugs, listed first in the triage. `matches` is unused.
-WRONG_RESULTS = [
+WRONG_RESULTS = []
+
+# Gaps whose xfail passed: the capability landed. Kept as regression data (their eager
+# behaviour, bytegraph's equality with it and the reason's absence are still tested).
+FIXED = [
     Gap("closure-cells-empty",
         "a function made in a compiled frame and returned has empty closure cells (NameError when called)",
         "Frames that return functions made in the frame (transformers' mask functions, sliding_window_overlay) "
@@ -485,11 +489,6 @@ WRONG_RESULTS = [
         observe_text="(result[0], result[1](torch.ones(2)))",
         compiled_text="NameError: cannot access free variable 'offset' where it is not associated with a value "
                       "in enclosing scope"),
-]
-
-# Gaps whose xfail passed: the capability landed. Kept as regression data (their eager
-# behaviour, bytegraph's equality with it and the reason's absence are still tested).
-FIXED = [
     Gap("kwargs-store", "storing into **kwargs (kwargs[key] = value)",
         "Mutations of dicts that outlive the trace (the frame's **kwargs, inputs): recorded and replayed.",
         r"assigning an item of a dict that outlives the trace", kwargs_item_store, _ones, "torch.ones(4)",

@@ -107,3 +107,47 @@ def test_hasattr_on_a_list_does_not_see_the_class_own_name():
         return x + 1 if hasattr(items, "__name__") else x - 1
 
     capture(f, torch.ones(2), ops=1)
+
+
+def test_functools_wraps_and_contextmanager_on_functions_made_in_the_trace():
+    import contextlib
+    import functools
+
+    def f(x):
+        def inner(y):
+            "doc of inner"
+            return y * 2
+
+        @functools.wraps(inner)
+        def wrapper(y):
+            return inner(y) + 1
+
+        @contextlib.contextmanager
+        def scaled(v):
+            try:
+                yield v.sin()
+            finally:
+                pass
+
+        with scaled(x) as s:
+            z = s.cos()
+        return wrapper(x) + z, wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ is inner, wrapper.__module__
+
+    capture(f, torch.ones(2), ops=5)
+
+
+def test_a_returned_closure_sees_what_the_trace_stored_in_its_cells():
+    def f(x):
+        def inner(y):
+            return y * 2
+
+        def wrapper(y):
+            return inner(y) + 1
+
+        return wrapper(x), wrapper
+
+    counter = CompileCounter()
+    out = bytegraph.compile(f, backend=counter, fullgraph=True)(torch.ones(2))
+    torch.testing.assert_close(out[0], f(torch.ones(2))[0])
+    torch.testing.assert_close(out[1](torch.ones(1)), torch.full((1,), 3.0))  # it read `inner` from its cell
+    assert counter.frame_count == 1

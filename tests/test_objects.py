@@ -577,3 +577,40 @@ def test_the_dict_of_an_outside_object_agrees_with_its_changed_attributes():
         result = bytegraph.compile(fn, backend="eager")(torch.zeros(1), compiled_obj)
         assert repr(result) == repr(expected), fn.__name__
         assert vars(compiled_obj) == vars(eager_obj), fn.__name__
+
+
+class _ActivationHolder(nn.Module):
+    def __init__(self, activation):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.activation = activation
+
+    def forward(self, x):
+        x = self.linear(x)
+        if self.activation:  # a function is true
+            x = self.activation(x)
+        return x
+
+
+class _StaticForward(nn.Module):
+    @staticmethod
+    def forward(x):
+        return x * torch.sigmoid(x)
+
+
+class _CallsStaticForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _StaticForward()
+
+    def forward(self, x):
+        return self.inner(x) + 1
+
+
+def test_a_function_held_in_an_attribute_is_true_and_a_static_forward_gets_no_self():
+    x = torch.randn(2, 4)
+    for model, ops in ((_ActivationHolder(torch.relu), 2), (_CallsStaticForward(), 3)):
+        counter = CompileCounter()
+        compiled = bytegraph.compile(model, backend=counter, fullgraph=True)
+        torch.testing.assert_close(compiled(x), model(x))
+        assert counter.frame_count == 1 and counter.op_count == ops

@@ -90,6 +90,13 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
       builder.call(1);
       return;
+    case Kind::Call:
+      builder.before_callable();
+      builder.load_const(plan.constant.get());
+      builder.after_callable();
+      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
+      builder.call(static_cast<int>(plan.items.size()));
+      return;
     case Kind::Set:
       if (plan.constant) {
         builder.before_callable();

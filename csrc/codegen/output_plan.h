@@ -24,6 +24,7 @@ struct OutputPlan {
     GraphOutput, Constant, Source, Tuple, List, Dict, NamedTuple, Null, Iterator, Attr, EnterContext, BoundMethod,
     MakeFunction,
     Set,           // a new set of `items`; with `constant` (frozenset), that class called on their tuple
+    Call,          // `constant` called with `items` as its arguments
     GradModeExit,  // the exit of an open grad-mode block (`constant`: the mode it restores); split planning
                    // replaces it by EnterContext, it is never emitted
     Temp,          // an object generated code made before anything else (`index`: see new_objects.h)

@@ -323,7 +323,61 @@ OutputPlan PlanWriter::live_list_iterator(const IteratorValue& iterator) {
 
 // A function made in this frame: MAKE_FUNCTION again, with this frame's globals and with its
 // closure read from this frame's cells (LOAD_CLOSURE by name).
-OutputPlan PlanWriter::make_function(const UserFunctionValue& function) {
+namespace {
+
+// set_function_attributes(function, names, *values) -> function: the attributes a function
+// made in the trace was given there (functools.wraps), set on the function made again.
+PyObject* set_function_attributes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 2 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != nargs - 2) {
+    PyErr_SetString(PyExc_TypeError, "set_function_attributes(function, names, *values)");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[1]); ++i)
+    if (PyObject_SetAttr(args[0], PyTuple_GET_ITEM(args[1], i), args[i + 2]) < 0) return nullptr;
+  return Py_NewRef(args[0]);
+}
+
+PyObject* set_function_attributes_function() {
+  static PyMethodDef definition = {"set_function_attributes",
+                                   reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_function_attributes)),
+                                   METH_FASTCALL, "Sets the attributes a function was given while traced."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
+}  // namespace
+
+OutputPlan PlanWriter::make_function(UserFunctionValue& function) {
+  OutputPlan made = make_function_itself(function);
+  KwArgs attributes;
+  for (const auto& [name, value] : function.written_attributes()) {
+    // An empty __annotations__ (read by functools.wraps, maybe shared with the function it
+    // wraps) is what a function made again has anyway.
+    auto* dict = dynamic_cast<DictValue*>(value.get());
+    if (name == "__annotations__" && dict && dict->keys.empty()) continue;
+    attributes.emplace_back(name, value);
+  }
+  if (function.has_attribute_dict()) {
+    std::shared_ptr<DictValue> dict = function.attribute_dict();
+    for (size_t i = 0; i < dict->keys.size(); ++i) {
+      if (!PyUnicode_Check(dict->keys[i].get())) throw NotRestorable{"a non-string key in the __dict__ of " + function.repr()};
+      attributes.emplace_back(PyUnicode_AsUTF8(dict->keys[i].get()), dict->values[i]);
+    }
+  }
+  if (attributes.empty()) return made;
+  OutputPlan call;
+  call.kind = OutputPlan::Kind::Call;
+  call.constant = py::Ref<>::newref(set_function_attributes_function());
+  call.items.push_back(std::move(made));
+  py::Ref<> names = check(PyTuple_New(static_cast<Py_ssize_t>(attributes.size())));
+  for (size_t i = 0; i < attributes.size(); ++i)
+    PyTuple_SET_ITEM(names.get(), static_cast<Py_ssize_t>(i), check(PyUnicode_FromString(attributes[i].first.c_str())).release());
+  call.items.push_back(OutputPlan::of_constant(names.get()));
+  for (const auto& [name, value] : attributes) call.items.push_back(plan(value));
+  return call;
+}
+
+OutputPlan PlanWriter::make_function_itself(const UserFunctionValue& function) {
   if (function.function || function.globals.get() != frame_.globals.get())
     throw NotRestorable{function.repr() + " (not made in this frame)"};
   constexpr int kDefaults = 0x01, kKwDefaults = 0x02, kClosure = 0x08;
@@ -354,8 +408,27 @@ OutputPlan PlanWriter::make_function(const UserFunctionValue& function) {
     result.items.push_back(std::move(kwdefaults));
     result.index |= kKwDefaults;
   }
-  if (!result.names.empty()) result.index |= kClosure;
+  if (!result.names.empty()) {
+    result.index |= kClosure;
+    made_closures_ = true;
+  }
   return result;
+}
+
+void PlanWriter::own_cell_effects(std::vector<codegen::SideEffectPlan>& effects) {
+  if (!made_closures_) return;
+  const auto& names = frame_.code->localsplus_names;
+  const size_t first_free = frame_.locals.size() - std::min(frame_.locals.size(), static_cast<size_t>(frame_.code->nfree));
+  for (size_t slot = 0; slot < first_free && slot < names.size(); ++slot) {
+    if (slot >= frame_.code->is_cell.size() || !frame_.code->is_cell[slot]) continue;
+    auto* cell = dynamic_cast<CellValue*>(frame_.locals[slot].get());
+    if (cell == nullptr || !cell->contents) continue;
+    codegen::SideEffectPlan effect;
+    effect.kind = codegen::SideEffectPlan::Kind::StoreDeref;
+    effect.name = names[slot];
+    effect.value = plan(cell->contents);
+    effects.push_back(std::move(effect));
+  }
 }
 
 // The name of this frame's cell or free variable that is `cell`, or "" if none is.

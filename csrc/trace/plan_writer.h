@@ -39,13 +39,18 @@ class PlanWriter {
   // What generated code writes back to the objects from outside the trace that it changed
   // (Tracer::side_effects), in the order they were first changed. Throws NotRestorable.
   std::vector<codegen::SideEffectPlan> side_effects();
+  // When a plan made a function again that closes over this frame's cells: what the trace
+  // stored in them, written before the frame returns (a returned closure reads them later).
+  // Throws NotRestorable.
+  void own_cell_effects(std::vector<codegen::SideEffectPlan>& effects);
   // The objects made in the trace that the plans written so far refer to (Temp(i) is the
   // i-th); call last.
   std::vector<codegen::OutputPlan> take_new_objects() { return std::move(new_objects_); }
 
  private:
   void require_single_reference(const ValuePtr& value);
-  codegen::OutputPlan make_function(const UserFunctionValue& function);
+  codegen::OutputPlan make_function(UserFunctionValue& function);
+  codegen::OutputPlan make_function_itself(const UserFunctionValue& function);
   std::string cell_name(const ValuePtr& cell) const;
   std::vector<codegen::OutputPlan> plans_of(const Args& items);
   codegen::OutputPlan tensor(const TensorValue& tensor);
@@ -66,6 +71,7 @@ class PlanWriter {
   std::vector<codegen::OutputPlan> new_objects_;
   std::unordered_map<const Value*, int> temps_;
   std::unordered_set<const Value*> shared_lists_;
+  bool made_closures_ = false;
 };
 
 }  // namespace bytegraph::trace

@@ -131,6 +131,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
       PlanWriter writer(tracer, frame, outputs);
       trace_result.output = writer.plan(result);
       trace_result.side_effects = writer.side_effects();
+      writer.own_cell_effects(trace_result.side_effects);
       trace_result.new_objects = writer.take_new_objects();
     } catch (const NotRestorable& error) {
       unsupported("unsupported_return", "returning " + error.why);

@@ -288,7 +288,15 @@ class UserFunctionValue : public Value {
   PyObject* python_type() const override { return (PyObject*)&PyFunction_Type; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  // On a function made in the trace (functools.wraps's writes); written when it is made again.
+  void set_attr(Tracer& tracer, const std::string& name, const ValuePtr& value) override;
   PyObject* real_object() const override { return function.get(); }
+  std::function<void()> saved_state() override;
+  // A function made in the trace: its __dict__ (made on first use) and the special
+  // attributes written in the trace (__name__, __qualname__, __doc__, __module__, ...).
+  std::shared_ptr<DictValue> attribute_dict();
+  const KwArgs& written_attributes() const { return written_; }
+  bool has_attribute_dict() const { return static_cast<bool>(dict_); }
 
   py::Ref<> code;
   py::Ref<> globals;
@@ -297,6 +305,11 @@ class UserFunctionValue : public Value {
   KwArgs kwdefaults;
   Args closure;       // CellValues, one per free variable
   py::Ref<> function; // the real function object, when there is one
+
+ private:
+  ValuePtr made_function_attribute(Tracer& tracer, const std::string& attr);
+  KwArgs written_;
+  std::shared_ptr<DictValue> dict_;
 };
 
 // A user function bound to `self` (a user method, or a module's forward).

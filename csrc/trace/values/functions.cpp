@@ -3,6 +3,7 @@
 #include "python/import.h"
 #include "trace/operators.h"
 #include "trace/tracer.h"
+#include "trace/values/exceptions.h"
 #include "trace/values/itertools.h"
 
 namespace bytegraph::trace {
@@ -38,8 +39,94 @@ ValuePtr UserFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs&
   return tracer.inline_call(*this, args, kwargs);
 }
 
+namespace {
+
+// A function's attributes that are slots of the function object, not entries of its __dict__.
+bool is_function_slot(const std::string& attr) {
+  static const char* slots[] = {"__name__", "__qualname__", "__doc__", "__module__", "__annotations__",
+                                "__type_params__", "__defaults__", "__kwdefaults__"};
+  for (const char* slot : slots)
+    if (attr == slot) return true;
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<DictValue> UserFunctionValue::attribute_dict() {
+  if (!dict_) dict_ = std::make_shared<DictValue>();
+  return dict_;
+}
+
+// What a function made by MAKE_FUNCTION in the trace has, as CPython sets it up.
+ValuePtr UserFunctionValue::made_function_attribute(Tracer&, const std::string& attr) {
+  for (const auto& [written, value] : written_)
+    if (written == attr) return value;
+  auto* code_object = reinterpret_cast<PyCodeObject*>(code.get());
+  if (attr == "__qualname__") return ConstantValue::make(py::Ref<>::newref(code_object->co_qualname));
+  if (attr == "__module__") {
+    PyObject* module = PyDict_GetItemString(globals.get(), "__name__");  // borrowed
+    return module ? ConstantValue::make(py::Ref<>::newref(module)) : ConstantValue::none();
+  }
+  if (attr == "__doc__") {
+    PyObject* consts = code_object->co_consts;
+    bool has_doc = PyTuple_GET_SIZE(consts) > 0 && PyUnicode_Check(PyTuple_GET_ITEM(consts, 0));
+    return has_doc ? ConstantValue::make(py::Ref<>::newref(PyTuple_GET_ITEM(consts, 0))) : ConstantValue::none();
+  }
+  if (attr == "__dict__") return attribute_dict();
+  if (attr == "__annotations__") {
+    ValuePtr annotations = std::make_shared<DictValue>();
+    written_.emplace_back(attr, annotations);  // made once, then the same dict
+    return annotations;
+  }
+  if (attr == "__type_params__") return ConstantValue::make(check(PyTuple_New(0)));
+  if (attr == "__defaults__") {
+    if (defaults.empty()) return ConstantValue::none();
+    return std::make_shared<SequenceValue>(false, defaults);
+  }
+  if (attr == "__kwdefaults__" && kwdefaults.empty()) return ConstantValue::none();
+  if (dict_) {
+    py::Ref<> key = check(PyUnicode_FromString(attr.c_str()));
+    int index = dict_->find(key.get());
+    if (index >= 0) return dict_->values[index];
+  }
+  raise_error("attribute_error", PyExc_AttributeError, "'function' object has no attribute '" + attr + "'");
+}
+
+std::function<void()> UserFunctionValue::saved_state() {
+  auto written = written_;
+  auto saved_name = name;
+  return [this, written, saved_name] {
+    written_ = written;
+    name = saved_name;
+  };
+}
+
+void UserFunctionValue::set_attr(Tracer& tracer, const std::string& attr, const ValuePtr& value) {
+  if (function || source()) unsupported("side_effect", "setting attribute '" + attr + "' of " + repr());
+  tracer.journal.save(shared_from_this());
+  if (!is_function_slot(attr)) {
+    std::shared_ptr<DictValue> dict = attribute_dict();
+    tracer.journal.save(dict);
+    dict->set_item(check(PyUnicode_FromString(attr.c_str())).get(), value);
+    return;
+  }
+  if (attr == "__name__") {
+    if (!value->is_constant() || !PyUnicode_Check(value->constant()))
+      raise_error("python_error", PyExc_TypeError, "__name__ must be set to a string object");
+    name = PyUnicode_AsUTF8(value->constant());
+  }
+  for (auto& [written, current] : written_) {
+    if (written == attr) {
+      current = value;
+      return;
+    }
+  }
+  written_.emplace_back(attr, value);
+}
+
 ValuePtr UserFunctionValue::get_attr(Tracer& tracer, const std::string& attr) {
   if (attr == "__name__") return ConstantValue::make(check(PyUnicode_FromString(name.c_str())));
+  if (!function && attr != "__code__" && attr != "__call__") return made_function_attribute(tracer, attr);
   if (attr == "__code__") return ConstantValue::make(code.copy());
   if (attr == "__call__") return shared_from_this();
   // A real function's own attributes (`__wrapped__` set by functools.wraps, `__qualname__`,

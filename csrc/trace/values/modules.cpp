@@ -170,6 +170,10 @@ ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
   py::Ref<> forward = check(PyObject_GetAttrString(type, "forward"));
   if (!PyFunction_Check(forward.get())) unsupported("unsupported_call", repr() + ".forward is not a Python function");
   auto function = tracer.wrap_user_function(forward.get(), guards::class_attr_source(type, "forward"));
+  // A staticmethod forward is called without the module.
+  py::Ref<> forward_name = check(PyUnicode_FromString("forward"));
+  PyObject* descriptor = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), forward_name.get());
+  if (descriptor && Py_TYPE(descriptor) == &PyStaticMethod_Type) return function->call(tracer, args, kwargs);
   return function->call(tracer, all, kwargs);
 }
 

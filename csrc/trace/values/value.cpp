@@ -66,7 +66,19 @@ py::Ref<> Value::as_graph_arg(Tracer&, ArgMode) const {
   unsupported("unsupported_graph_arg", repr() + " as an argument of a graph operation");
 }
 
-bool Value::truthy(Tracer&) const { unsupported("unsupported_branch", "truth value of " + repr()); }
+bool Value::truthy(Tracer&) const {
+  // Functions, classes and other objects whose type defines neither __bool__ nor __len__ are
+  // true (a function held in an attribute: `if self.activation:`).
+  PyObject* known_type = python_type();
+  if (known_type == nullptr && real_object() != nullptr) known_type = reinterpret_cast<PyObject*>(Py_TYPE(real_object()));
+  if (auto* type = reinterpret_cast<PyTypeObject*>(known_type)) {
+    bool has_bool = type->tp_as_number && type->tp_as_number->nb_bool;
+    bool has_len = (type->tp_as_mapping && type->tp_as_mapping->mp_length) ||
+                   (type->tp_as_sequence && type->tp_as_sequence->sq_length);
+    if (!has_bool && !has_len && !PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE)) return true;
+  }
+  unsupported("unsupported_branch", "truth value of " + repr());
+}
 
 std::optional<Args> Value::unpack(Tracer&) { return std::nullopt; }
 
