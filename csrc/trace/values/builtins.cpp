@@ -11,6 +11,8 @@
 #include "trace/values/builtin_iteration.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
+#include "trace/values/length_hint.h"
+#include "trace/values/number_protocol.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
 #include "trace/values/strings.h"
@@ -443,6 +445,9 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
     return frame_locals(tracer);
   if (function == builtin("dir") && args.empty()) unsupported("frame_introspection", "dir() lists the calling frame's names");
   if (ValuePtr result = symbolic_builtin(tracer, *this, function, args, kwargs)) return result;
+  // Before folding: a constant of a user class (an int subclass) has Python methods to inline.
+  if (ValuePtr result = call_number_builtin(tracer, function, args, kwargs)) return result;
+  if (function == operator_function("length_hint")) return call_length_hint(tracer, args, kwargs);
   if (function == builtin("len") && args.size() == 1) return call_len(tracer, args[0]);
   if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
   if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
