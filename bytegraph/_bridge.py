@@ -324,6 +324,13 @@ def _is_leaf_module_class(cls) -> bool:
                        torch.nn.ParameterList, torch.nn.ParameterDict)
 
 
+def _is_distributed_tensor_class(cls) -> bool:
+    """DTensor, AsyncCollectiveTensor and the other subclasses of torch.distributed: their ops
+    carry collectives and placements the tracer does not model yet (tensor parallelism), so a
+    frame that reads one runs it eagerly rather than compute a wrong answer."""
+    return any(getattr(base, "__module__", "").startswith("torch.distributed") for base in cls.__mro__)
+
+
 def _has_custom_torch_function(cls) -> bool:
     handler = getattr(cls, "__torch_function__", None)
     handler = getattr(handler, "__func__", handler)
@@ -444,6 +451,8 @@ def _classify_by_rules(obj) -> str:
     if isinstance(obj, type) and obj in _CONSTANT_CONSTRUCTORS:
         return "pure_function"
     if isinstance(obj, torch.Tensor):
+        if _is_distributed_tensor_class(type(obj)):
+            return "distributed_tensor"
         return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"

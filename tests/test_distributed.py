@@ -178,3 +178,34 @@ def test_torch_compilers_are_told_apart_from_other_backends():
     assert backends.is_torch_compiler(bytegraph.testing.CompileCounterWithBackend("aot_eager"))
     assert not backends.is_torch_compiler(backends.lookup_backend("eager"))
     assert not backends.is_torch_compiler(bytegraph.testing.CompileCounter())
+
+
+@needs_gloo
+def test_a_dtensor_is_refused_with_a_reason_and_runs_eagerly():
+    # Tensor parallelism is not traced yet: a frame that reads a DTensor must run it eagerly
+    # (never compute with it as if it were a plain tensor).
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, distribute_tensor
+
+    started_here = not dist.is_initialized()
+    if started_here:
+        dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        weight = distribute_tensor(torch.randn(4, 4), mesh, [Replicate()])
+
+        def f(x):
+            return x + (weight * 2).to_local()[:2]
+
+        x = torch.randn(2, 4)
+        explained = bytegraph.explain(f)(x)
+        assert [reason.kind for reason in explained.break_reasons][:1] == ["distributed_tensor"]
+        torch.testing.assert_close(bytegraph.compile(f, backend="aot_eager")(x), f(x))
+        bytegraph.reset()
+        with pytest.raises(bytegraph.exc.GraphBreakError, match="DTensor"):
+            bytegraph.compile(f, backend="eager", fullgraph=True)(x)
+    finally:
+        bytegraph.reset()
+        if started_here:
+            dist.destroy_process_group()

@@ -79,6 +79,7 @@ ObjectKind classify(PyObject* object) {
       {"module", ObjectKind::Module},             {"leaf_module", ObjectKind::LeafModule},
       {"tuple", ObjectKind::Tuple},               {"list", ObjectKind::List},
       {"dict", ObjectKind::Dict},                 {"set", ObjectKind::Set},
+      {"distributed_tensor", ObjectKind::DistributedTensor},
       {"python_module", ObjectKind::PythonModule},
       {"user_function", ObjectKind::UserFunction}, {"user_method", ObjectKind::UserMethod},
       {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},

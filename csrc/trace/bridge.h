@@ -46,7 +46,7 @@ struct Bridge {
 
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
-  Constant, Tensor, Module, LeafModule, Tuple, List, Dict, Set, PythonModule, UserFunction,
+  Constant, Tensor, DistributedTensor, Module, LeafModule, Tuple, List, Dict, Set, PythonModule, UserFunction,
   UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
 };
 ObjectKind classify(PyObject* object);

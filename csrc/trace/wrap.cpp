@@ -292,6 +292,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:
       return wrap_tensor(real, source);
+    case ObjectKind::DistributedTensor:
+      unsupported("distributed_tensor", std::string("a ") + Py_TYPE(real)->tp_name +
+                                            " (tensor parallelism) is not traced yet: what reads it runs eagerly");
     case ObjectKind::Module:
     case ObjectKind::LeafModule: {
       if (ValuePtr known = known_object(real, source)) return known;
