@@ -152,3 +152,19 @@ def test_itertools_over_a_generator_is_a_break_not_a_reordering():
 
     compiled = bytegraph.compile(f, backend="eager")
     assert same(f(torch.ones(1)), compiled(torch.ones(1)))
+
+
+def test_a_union_of_classes_is_made_for_isinstance():
+    import abc
+
+    class A:
+        pass
+
+    class B(abc.ABC):
+        pass
+
+    def f(x, obj):
+        either = A | B
+        return x + 1, isinstance(obj, either), isinstance(3, int | None), either
+
+    capture(f, torch.ones(1), A(), ops=1)

@@ -190,6 +190,24 @@ std::shared_ptr<SequenceValue> sized_like(std::shared_ptr<SequenceValue> result,
   return result;
 }
 
+// `int | None`, `TensorMeta | TensorMetadata` (PEP 604): a union of classes (or None), made for
+// real where no metaclass overrides `|` (type's own runs no code of the program).
+ValuePtr type_union(Tracer& tracer, PyObject* function, const Args& operands) {
+  if (function != operator_function("or_") || operands.size() != 2) return nullptr;
+  py::Ref<> items[2];
+  for (int i = 0; i < 2; ++i) {
+    PyObject* real = operands[i]->is_constant() ? operands[i]->constant() : operands[i]->real_object();
+    if (real == nullptr) return nullptr;
+    PyNumberMethods* number = Py_TYPE(real)->tp_as_number;
+    bool plain_class = PyType_Check(real) && number && number->nb_or == PyType_Type.tp_as_number->nb_or;
+    if (!plain_class && real != Py_None) return nullptr;
+    tracer.pin_identity(operands[i]);
+    items[i] = py::Ref<>::newref(real);
+  }
+  py::Ref<> result = check(PyNumber_Or(items[0].get(), items[1].get()));
+  return tracer.wrap(result.get(), nullptr);
+}
+
 ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   std::shared_ptr<SequenceValue> left_constant, right_constant;
   auto* left = dynamic_cast<SequenceValue*>(operands[0].get());
@@ -238,6 +256,7 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
       return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});
   }
   if (ValuePtr result = set_operator(tracer, function, operands)) return result;
+  if (ValuePtr result = type_union(tracer, function, operands)) return result;
   if (ValuePtr result = sequence_operator(tracer, function, operands)) return result;
   std::string text = py_repr(function) + " on";
   for (const auto& operand : operands) text += " " + operand->repr();
