@@ -38,10 +38,10 @@ constexpr std::array kBreakKinds = {
                                 "compiled function"},
     BreakKind{"forced_by_test", "BYTEGRAPH_TEST_TRACER=break is set: every frame breaks (a switch for testing "
                                 "the tests); unset it"},
-    BreakKind{"generator", "generators are run eagerly and consumed whole; iterate a list instead, or keep the "
-                           "generator (or coroutine) out of the compiled function"},
     BreakKind{"frame_introspection", "the call reads the calling frame (sys._getframe(), inspect.currentframe(), "
                                      "dir()); the frame runs eagerly so that it sees its own frame"},
+    BreakKind{"generator", "generators are run eagerly and consumed whole; iterate a list instead, or keep the "
+                           "generator (or coroutine) out of the compiled function"},
     BreakKind{"index_error", "the indexing raises IndexError; it runs eagerly so the error is raised as Python "
                              "raises it"},
     BreakKind{"key_error", "the lookup raises KeyError; it runs eagerly so the error is raised as Python raises "

@@ -23,6 +23,7 @@ namespace {
 const std::set<std::string> kForwardingSites = {
     "value.cpp",      // unsupported(kind, message) itself
     "functions.cpp",  // GraphBreakValue::call: kinds from make_shared<GraphBreakValue>(source, "kind", ...)
+    "keys.cpp",       // dict_key(tracer, key, kind): its callers name registered kinds (unsupported_dict, ...)
 };
 
 struct Scan {

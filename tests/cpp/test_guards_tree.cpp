@@ -59,6 +59,27 @@ TEST(GuardTree, EqualsMatchPassesAndExplainsFailure) {
   EXPECT_EQ(tree->explain_failure(frame.values()), "L['n'] == 3: got True");
 }
 
+TEST(GuardTree, SetMatchComparesTypeMembersAndOrder) {
+  // {1, "a", len}: constants by value, a builtin function by identity, in CPython's order.
+  py::Ref<> traced = run_python("result = {1, 'a', len}");
+  py::Ref<> members = check(PySequence_Tuple(traced.get()));
+  GuardSet set;
+  set.add_set_match(local_source("s", 0), reinterpret_cast<PyObject*>(&PySet_Type), members.get());
+  auto tree = set.build();
+  TestFrame frame;
+  frame.slots.push_back(traced.copy());
+  EXPECT_TRUE(tree->check(frame.values()));
+  frame.slots[0] = run_python("result = {1, 'a', abs}");  // another function: identity differs
+  EXPECT_FALSE(tree->check(frame.values()));
+  frame.slots[0] = run_python("result = {True, 'a', len}");  // True == 1, but another constant
+  EXPECT_FALSE(tree->check(frame.values()));
+  frame.slots[0] = run_python("result = {1, 'a'}");
+  EXPECT_FALSE(tree->check(frame.values()));
+  frame.slots[0] = run_python("result = frozenset({1, 'a', len})");  // another type
+  EXPECT_FALSE(tree->check(frame.values()));
+  EXPECT_NE(tree->explain_failure(frame.values()).find("expected a set, got a frozenset"), std::string::npos);
+}
+
 TEST(GuardTree, DuplicatesAreDroppedAndListingIsSorted) {
   GuardSet set;
   for (int i = 0; i < 3; ++i) {
