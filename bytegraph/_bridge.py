@@ -488,8 +488,10 @@ def _classify_by_rules(obj) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return "builtin"
-        # OrderedDict, a C class, is made in a trace like a dict subclass (its items symbolic).
-        return "user_class" if _is_python_class(obj) or obj is collections.OrderedDict else "class"
+        # OrderedDict and defaultdict, C classes, are made in a trace like dict subclasses (their
+        # items symbolic).
+        dict_classes = (collections.OrderedDict, collections.defaultdict)
+        return "user_class" if _is_python_class(obj) or obj in dict_classes else "class"
     if _is_python_class(type(obj)):
         return "object"
     return "unknown"

@@ -128,3 +128,23 @@ def test_dict_methods_on_an_input_dict_are_written_back():
     torch.testing.assert_close(compiled(torch.ones(2), compiled_options), f(torch.ones(2), eager_options))
     assert compiled_options == eager_options == {"k": 0, "seen": 1, "done": True}
     assert counter.frame_count == 1 and counter.op_count == 1
+
+
+def test_defaultdict_made_in_the_trace_fills_missing_keys_and_is_rebuilt():
+    import collections
+
+    def f(x, words):
+        groups = collections.defaultdict(list)
+        counts = collections.defaultdict(int)
+        for word in words:
+            groups[word[0]].append(word)
+            counts[word[0]] += 1
+        plain = collections.defaultdict(None, {"k": 1})
+        try:
+            plain["missing"]
+        except KeyError:
+            x = x + 1
+        return x * len(groups), dict(groups), counts, groups.default_factory is list, plain
+
+    out, _ = capture(f, torch.ones(1), ["ab", "ac", "bd"], ops=2)
+    assert type(out[2]) is collections.defaultdict and out[2].default_factory is int

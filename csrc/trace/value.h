@@ -524,6 +524,8 @@ class ObjectValue : public Value {
   // The class's Python override of special method `name`, inlined on this object; null when
   // the class has none.
   ValuePtr inline_special(Tracer& tracer, const char* name, const Args& args);
+  // Whether the class defines special method `name` in Python.
+  bool overrides(const char* name) const;
   // The class's Python override of special method `name` bound to this object (guarded where
   // the class holds it), not called yet; null when the class has none.
   ValuePtr bound_special(Tracer& tracer, const char* name);
@@ -534,6 +536,7 @@ class ObjectValue : public Value {
 
  private:
   ValuePtr class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name);
+  ValuePtr default_dict_missing(Tracer& tracer, const ValuePtr& key);
   guards::SourcePtr class_attribute_source(const std::string& name) const;
   ValuePtr exposed_dict(Tracer& tracer);
   void check_dict_unchanged(Tracer& tracer, const std::string& name) const;

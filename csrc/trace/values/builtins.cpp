@@ -310,13 +310,19 @@ ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, 
   if (function == builtin("dict")) {
     auto dict = std::make_shared<DictValue>();
     if (!args.empty()) {
-      if (auto* other = dynamic_cast<DictValue*>(args[0].get())) {
+      ValuePtr source = args[0];
+      // A dict subclass instance (a defaultdict, an OrderedDict) is a mapping: its items. One
+      // that overrides keys() or __getitem__ in Python is read through them instead, as dict() does.
+      if (auto* object = dynamic_cast<ObjectValue*>(source.get());
+          object && !object->overrides("keys") && !object->overrides("__getitem__") && !object->overrides("__iter__"))
+        if (ValuePtr items = object->builtin_items(tracer); items && dynamic_cast<DictValue*>(items.get())) source = items;
+      if (auto* other = dynamic_cast<DictValue*>(source.get())) {
         for (size_t i = 0; i < other->keys.size(); ++i) dict->set_item(other->keys[i].get(), other->values[i]);
       } else {
-        for (const auto& pair : unpack_or_fail(tracer, args[0], "dict")) {
+        for (const auto& pair : unpack_or_fail(tracer, source, "dict")) {
           auto kv = unpack_or_fail(tracer, pair, "dict item");
-          if (kv.size() != 2 || !kv[0]->is_constant()) unsupported("unsupported_call", "dict() of " + pair->repr());
-          dict->set_item(kv[0]->constant(), kv[1]);
+          if (kv.size() != 2) unsupported("unsupported_call", "dict() of " + pair->repr());
+          dict->set_item(dict_key(tracer, kv[0], "unsupported_dict").get(), kv[1]);
         }
       }
     }

@@ -10,6 +10,7 @@
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
 #include "trace/values/instance_dict.h"
+#include "trace/values/keys.h"
 #include "trace/values/sets.h"
 
 namespace bytegraph::trace {
@@ -34,10 +35,23 @@ bool is_data_descriptor(PyObject* descriptor) {
 
 // A slot a Python class declares in __slots__: on an object made in the trace it holds what
 // the trace wrote (object.__setattr__ writes it back the same way), or nothing yet.
+// The C dict subclasses made in a trace like Python ones.
+bool is_builtin_dict_class(PyTypeObject* type) {
+  return std::strcmp(type->tp_name, "collections.OrderedDict") == 0 || std::strcmp(type->tp_name, "collections.defaultdict") == 0;
+}
+
+bool is_default_dict(PyObject* type) {
+  for (auto* base = reinterpret_cast<PyTypeObject*>(type); base != nullptr; base = base->tp_base)
+    if (std::strcmp(base->tp_name, "collections.defaultdict") == 0) return true;
+  return false;
+}
+
+// A slot an object keeps as a plain value: one declared by __slots__, or defaultdict's
+// default_factory.
 bool is_declared_slot(PyObject* descriptor) {
   if (descriptor == nullptr || Py_TYPE(descriptor) != &PyMemberDescr_Type) return false;
   PyTypeObject* owner = reinterpret_cast<PyDescrObject*>(descriptor)->d_type;
-  return PyType_HasFeature(owner, Py_TPFLAGS_HEAPTYPE);
+  return PyType_HasFeature(owner, Py_TPFLAGS_HEAPTYPE) || std::strcmp(owner->tp_name, "collections.defaultdict") == 0;
 }
 
 // A Python override of a special method (not object's own slot, not a C base's): the
@@ -233,6 +247,17 @@ void ObjectValue::generic_del_attr(Tracer& tracer, const std::string& name) {
   attrs.emplace_back(name, nullptr);
 }
 
+// defaultdict.__missing__: default_factory() stored under the key, or KeyError without one.
+ValuePtr ObjectValue::default_dict_missing(Tracer& tracer, const ValuePtr& key) {
+  ValuePtr factory = generic_get_attr(tracer, "default_factory");
+  if (factory->is_constant() && factory->constant() == Py_None) raise_error("key_error", PyExc_KeyError, key);
+  ValuePtr made = factory->call(tracer, {}, {});
+  ObjectSlotValue(std::static_pointer_cast<ObjectValue>(shared_from_this()), "__setitem__").call(tracer, {key, made}, {});
+  return made;
+}
+
+bool ObjectValue::overrides(const char* name) const { return python_override(type_.get(), name) != nullptr; }
+
 ValuePtr ObjectValue::inline_special(Tracer& tracer, const char* name, const Args& args) {
   PyObject* function = python_override(type_.get(), name);
   if (function == nullptr) return nullptr;
@@ -269,8 +294,15 @@ bool ObjectValue::truthy(Tracer& tracer) const {
 
 ValuePtr ObjectValue::get_item(Tracer& tracer, const ValuePtr& key) {
   if (ValuePtr result = inline_special(tracer, "__getitem__", {key})) return result;
-  if (items_ || (is_new() && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)))
-    return dict_storage(tracer)->get_item(tracer, key);
+  if (items_ || (is_new() && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type))) {
+    std::shared_ptr<DictValue> items = dict_storage(tracer);
+    if (items->find(dict_key(tracer, key, "unsupported_subscript").get()) < 0) {
+      // dict.__getitem__ asks the class's __missing__ for an absent key.
+      if (ValuePtr made = inline_special(tracer, "__missing__", {key})) return made;
+      if (is_default_dict(type_.get())) return default_dict_missing(tracer, key);
+    }
+    return items->get_item(tracer, key);
+  }
   unsupported("unsupported_subscript", repr() + "[" + key->repr() + "]");
 }
 
@@ -486,8 +518,7 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
       unsupported("unsupported_call", "calling " + repr() + ", whose metaclass overrides __call__");
   }
   if (is_exception_class(type)) return make_exception(tracer, type, args, kwargs, source());
-  const bool ordered_dict = std::strcmp(as_type->tp_name, "collections.OrderedDict") == 0;
-  if (!builtin_new(type) || !(PyType_HasFeature(as_type, Py_TPFLAGS_HEAPTYPE) || ordered_dict))
+  if (!builtin_new(type) || !(PyType_HasFeature(as_type, Py_TPFLAGS_HEAPTYPE) || is_builtin_dict_class(as_type)))
     unsupported("unsupported_call", "making an instance of " + repr());
   bool is_dict = PyType_IsSubtype(as_type, &PyDict_Type);
   if (!is_dict && as_type->tp_base != &PyBaseObject_Type && !PyType_IsSubtype(as_type, &PyBaseObject_Type))
@@ -495,7 +526,7 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
   for (PyTypeObject* base = as_type; base != nullptr; base = base->tp_base) {
     // Builtin bases other than object, dict and set keep state the symbolic object cannot model.
     if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) && base != &PyBaseObject_Type && base != &PyDict_Type &&
-        base != &PySet_Type && base != &PyFrozenSet_Type && std::strcmp(base->tp_name, "collections.OrderedDict") != 0)
+        base != &PySet_Type && base != &PyFrozenSet_Type && !is_builtin_dict_class(base))
       unsupported("unsupported_call", "making an instance of " + repr() + " (a " + base->tp_name + ")");
   }
   auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
@@ -519,7 +550,19 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     all.insert(all.end(), args.begin(), args.end());
     tracer.wrap_user_function(init, guards::class_attr_source(type, "__init__"))->call(tracer, all, kwargs);
   } else if (is_dict) {
-    ValuePtr items = tracer.wrap(reinterpret_cast<PyObject*>(&PyDict_Type), nullptr)->call(tracer, args, kwargs);
+    Args items_args = args;
+    if (is_default_dict(type)) {
+      // defaultdict(default_factory=None, *args, **kwargs): the rest are dict()'s.
+      ValuePtr factory = args.empty() ? ConstantValue::none() : args[0];
+      if (!factory->is_constant() || factory->constant() != Py_None) {
+        PyObject* factory_type = factory->python_type();
+        bool callable = factory_type && reinterpret_cast<PyTypeObject*>(factory_type)->tp_call;
+        if (!callable) raise_error("bad_call", PyExc_TypeError, "first argument must be callable or None");
+      }
+      object->generic_set_attr(tracer, "default_factory", factory);
+      if (!items_args.empty()) items_args.erase(items_args.begin());
+    }
+    ValuePtr items = tracer.wrap(reinterpret_cast<PyObject*>(&PyDict_Type), nullptr)->call(tracer, items_args, kwargs);
     auto* dict = dynamic_cast<DictValue*>(items.get());
     if (dict == nullptr) throw InternalError("dict() did not make a dict");
     std::shared_ptr<DictValue> storage = object->dict_storage(tracer);
