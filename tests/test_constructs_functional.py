@@ -151,3 +151,16 @@ def test_a_returned_closure_sees_what_the_trace_stored_in_its_cells():
     torch.testing.assert_close(out[0], f(torch.ones(2))[0])
     torch.testing.assert_close(out[1](torch.ones(1)), torch.full((1,), 3.0))  # it read `inner` from its cell
     assert counter.frame_count == 1
+
+
+def test_functools_reduce_runs_in_the_trace():
+    def f(x, ys):
+        total = functools.reduce(operator.add, ys)
+        product = functools.reduce(lambda a, b: a * b, (t.sum() for t in ys), x)
+        try:
+            functools.reduce(operator.add, [])
+        except TypeError as error:
+            message = str(error)
+        return total, product, functools.reduce(max, [3, 1, 4]), message
+
+    capture(f, torch.ones(2), [torch.ones(2), torch.full((2,), 2.0)], ops=5)

@@ -5,6 +5,7 @@
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/itertools.h"
+#include "trace/values/partial.h"
 
 namespace bytegraph::trace {
 
@@ -275,6 +276,7 @@ ValuePtr BuiltinValue::get_attr(Tracer& tracer, const std::string& name) {
 
 ValuePtr OpaqueValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   if (ValuePtr iterator = call_itertools(tracer, object_.get(), args, kwargs)) return iterator;
+  if (ValuePtr reduced = call_reduce(tracer, object_.get(), args, kwargs)) return reduced;
   static PyObject* getframe = [] {
     py::Ref<> sys = import_module("sys");
     return check(PyObject_GetAttrString(sys.get(), "_getframe")).release();  // kept for the process

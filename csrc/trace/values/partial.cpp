@@ -2,6 +2,8 @@
 #include "trace/values/partial.h"
 
 #include "trace/operators.h"
+#include "trace/values/exceptions.h"
+#include "trace/values/iterators.h"
 
 namespace bytegraph::trace {
 
@@ -184,6 +186,21 @@ ValuePtr wrap_functional(Tracer& tracer, PyObject* real, const guards::SourcePtr
     return std::make_shared<GetterValue>(type == itemgetter_type(), std::move(values), source);
   }
   return nullptr;
+}
+
+ValuePtr call_reduce(Tracer& tracer, PyObject* callable, const Args& args, const KwArgs& kwargs) {
+  static PyObject* reduce = module_attr("functools", "reduce");
+  if (callable != reduce) return nullptr;
+  if (!kwargs.empty()) raise_error("bad_call", PyExc_TypeError, "reduce() takes no keyword arguments");
+  if (args.size() < 2 || args.size() > 3)
+    raise_error("bad_call", PyExc_TypeError, std::string("reduce expected at ") + (args.size() < 2 ? "least 2" : "most 3") +
+                                                 " arguments, got " + std::to_string(args.size()));
+  // Lazily, as CPython consumes the iterable: a generator's effects happen between the calls.
+  ValuePtr iterator = iterate(tracer, args[1], "reduce");
+  ValuePtr result = args.size() == 3 ? args[2] : iterator->next_item(tracer);
+  if (!result) raise_error("python_error", PyExc_TypeError, "reduce() of empty iterable with no initial value");
+  while (ValuePtr item = iterator->next_item(tracer)) result = args[0]->call(tracer, {result, item}, {});
+  return result;
 }
 
 }  // namespace bytegraph::trace

@@ -34,4 +34,8 @@ class PartialValue : public Value {
 // instances read from outside the frame; null for any other object.
 ValuePtr wrap_functional(Tracer& tracer, PyObject* real, const guards::SourcePtr& source);
 
+// functools.reduce(function, iterable[, initial]) run in the trace, each step a call of
+// `function`; null when `callable` is not functools.reduce.
+ValuePtr call_reduce(Tracer& tracer, PyObject* callable, const Args& args, const KwArgs& kwargs);
+
 }  // namespace bytegraph::trace
