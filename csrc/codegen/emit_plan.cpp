@@ -62,6 +62,21 @@ void emit_enter_context(CodeBuilder& builder, PyObject* cls) {
   builder.emit(op::POP_TOP);  // what __enter__ returned
 }
 
+namespace {
+
+// callable(*items), or callable(tuple(items)) with `as_tuple`.
+void emit_call(CodeBuilder& builder, PyObject* callable, const std::vector<OutputPlan>& items, PyCodeObject* code,
+               bool as_tuple) {
+  builder.before_callable();
+  builder.load_const(callable);
+  builder.after_callable();
+  for (const OutputPlan& item : items) emit_plan(builder, item, code);
+  if (as_tuple) builder.build(op::BUILD_TUPLE, static_cast<int>(items.size()));
+  builder.call(as_tuple ? 1 : static_cast<int>(items.size()));
+}
+
+}  // namespace
+
 void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code) {
   using Kind = OutputPlan::Kind;
   switch (plan.kind) {
@@ -83,29 +98,18 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.build(plan.kind == Kind::Tuple ? op::BUILD_TUPLE : op::BUILD_LIST, static_cast<int>(plan.items.size()));
       return;
     case Kind::NamedTuple:
-      builder.before_callable();
-      builder.load_const(plan.constant.get());
-      builder.after_callable();
-      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-      builder.build(op::BUILD_TUPLE, static_cast<int>(plan.items.size()));
-      builder.call(1);
+      emit_call(builder, plan.constant.get(), plan.items, code, true);
       return;
     case Kind::Call:
-      builder.before_callable();
-      builder.load_const(plan.constant.get());
-      builder.after_callable();
-      for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-      builder.call(static_cast<int>(plan.items.size()));
+      emit_call(builder, plan.constant.get(), plan.items, code, false);
       return;
     case Kind::Set:
-      if (plan.constant) {
-        builder.before_callable();
-        builder.load_const(plan.constant.get());
-        builder.after_callable();
+      if (plan.constant) {  // frozenset(items)
+        emit_call(builder, plan.constant.get(), plan.items, code, true);
+        return;
       }
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-      builder.build(plan.constant ? op::BUILD_TUPLE : op::BUILD_SET, static_cast<int>(plan.items.size()));
-      if (plan.constant) builder.call(1);
+      builder.build(op::BUILD_SET, static_cast<int>(plan.items.size()));
       return;
     case Kind::Dict:
       for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
@@ -117,11 +121,7 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       return;
     case Kind::Iterator:
       if (plan.constant) {  // made by a function (a list's own iterator, from its index)
-        builder.before_callable();
-        builder.load_const(plan.constant.get());
-        builder.after_callable();
-        for (const OutputPlan& item : plan.items) emit_plan(builder, item, code);
-        builder.call(static_cast<int>(plan.items.size()));
+        emit_call(builder, plan.constant.get(), plan.items, code, false);
         return;
       }
       // The loop only ever calls next() on it: an iterator over the remaining items
@@ -138,13 +138,8 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.load_const(plan.constant.get());
       builder.make_function(plan.index);
       return;
-    case Kind::BoundMethod:
-      builder.before_callable();
-      builder.load_const(plan.constant.get());
-      builder.after_callable();
-      emit_plan(builder, plan.items.at(0), code);
-      emit_plan(builder, plan.items.at(1), code);
-      builder.call(2);
+    case Kind::BoundMethod:  // types.MethodType(function, self)
+      emit_call(builder, plan.constant.get(), plan.items, code, false);
       return;
     case Kind::EnterContext:
       emit_enter_context(builder, plan.constant.get());
