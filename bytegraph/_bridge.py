@@ -201,7 +201,7 @@ class Session:
 #                   wrapped by torch.compiler.disable, and any C function it does not know
 #                   (RNG state, profiler, I/O): nothing unknown enters a graph.
 
-_CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+_CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                    torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size,
                    torch.finfo, torch.iinfo, types.CodeType, range, slice)
 _FOLDABLE_MODULES = ("math", "operator", "_operator")
@@ -418,7 +418,7 @@ def _kinds_of_exact_types():
     Marks are only read on functions, so only a user rule could change these answers."""
     from torch._subclasses.fake_tensor import FakeTensor
 
-    kinds = {cls: "constant" for cls in (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+    kinds = {cls: "constant" for cls in (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                                           torch.dtype, torch.device, torch.Size, slice, range)}
     kinds.update({list: "list", dict: "dict", tuple: "tuple", set: "set"})
     for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):

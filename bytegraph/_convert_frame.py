@@ -174,8 +174,10 @@ class FrameConverter:
             graph_break_log.info("%s runs eagerly: %s", code.co_qualname, plan.eager_reason)
             _never_offer_again(code)
             return None
-        if info is None and result.op_count == 0 and not misses and not result.inputs:
+        if info is None and result.op_count == 0 and not misses and not result.inputs and not self.fullgraph:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
+            # Under fullgraph the generated code runs anyway, as torch.compile's does: run as is,
+            # the functions it calls would be compiled on their own, each required whole.
             _never_offer_again(code)
             return None
         gm = result.graph_module

@@ -489,6 +489,55 @@ def test_an_operator_no_class_implements_is_a_type_error():
     assert counter.frame_count == 1
 
 
+class Declines:
+    """Answers NotImplemented: Python then tries the other operand, then raises TypeError."""
+
+    def __sub__(self, other):
+        return NotImplemented
+
+    def __lt__(self, other):
+        return NotImplemented
+
+
+def test_a_method_answering_notimplemented_falls_through_to_a_type_error():
+    import operator
+
+    def f(x, op, a, b):
+        try:
+            op(a, b)
+        except TypeError as error:
+            return x + 1, str(error)
+        return x, "no error"
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    cases = [(operator.sub, Declines(), 1), (operator.sub, 1, Declines()), (operator.isub, 1, Declines()),
+             (operator.lt, Declines(), 1), (operator.mul, Declines(), Declines())]
+    for op, a, b in cases:
+        result, expected = compiled(x, op, a, b), f(x, op, a, b)
+        assert torch.equal(result[0], expected[0]) and result[1] == expected[1]
+        assert "unsupported operand" in expected[1] or "not supported between" in expected[1]
+    assert counter.frame_count == len(cases)
+
+
+def test_fullgraph_with_no_tensor_work_still_runs_the_compiled_code():
+    # Run as is, the function would call the lambda uncompiled and then compile the lambda on its
+    # own (whole, under fullgraph), where its TypeError is uncaught: a spurious break error.
+    import unittest
+
+    case = unittest.TestCase()
+
+    def f(a):
+        case.assertRaises(TypeError, lambda: a - 1)
+        return 1
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    assert compiled(Declines()) == f(Declines()) == 1
+    assert counter.frame_count == 0  # no graph, yet nothing ran eagerly
+
+
 class Slotted:
     __slots__ = ("value", "unset")
 

@@ -18,7 +18,20 @@ namespace {
 struct Dunders {
   std::string method, reflected, inplace;
   bool comparison = false;
+  std::string symbol;  // as CPython's TypeError names the operator: "-", "-=", "<", "unary -"
 };
+
+std::string operator_symbol(const std::string& base, bool inplace) {
+  static const std::unordered_map<std::string, std::string> symbols = {
+      {"add", "+"},  {"sub", "-"},   {"mul", "*"},  {"matmul", "@"},     {"truediv", "/"}, {"floordiv", "//"},
+      {"mod", "%"},  {"pow", "**"},  {"lshift", "<<"}, {"rshift", ">>"}, {"and", "&"},      {"or", "|"},
+      {"xor", "^"},  {"lt", "<"},    {"le", "<="},  {"gt", ">"},         {"ge", ">="},     {"eq", "=="},
+      {"ne", "!="},  {"neg", "unary -"}, {"pos", "unary +"}, {"invert", "unary ~"}, {"abs", "abs()"}};
+  auto found = symbols.find(base);
+  std::string symbol = found == symbols.end() ? base : found->second;
+  if (inplace) return symbol + "=";
+  return base == "pow" ? "** or pow()" : symbol;
+}
 
 // The special methods of operator.<name>; empty for operators without them here.
 std::optional<Dunders> dunders_of(PyObject* function) {
@@ -27,17 +40,19 @@ std::optional<Dunders> dunders_of(PyObject* function) {
   static const std::unordered_map<std::string, std::string> comparisons = {
       {"lt", "gt"}, {"le", "ge"}, {"gt", "lt"}, {"ge", "le"}, {"eq", "eq"}, {"ne", "ne"}};
   if (auto found = comparisons.find(name); found != comparisons.end())
-    return Dunders{"__" + name + "__", "__" + found->second + "__", "", true};
+    return Dunders{"__" + name + "__", "__" + found->second + "__", "", true, operator_symbol(name, false)};
   static const char* unary[] = {"neg", "pos", "invert", "abs"};
   for (const char* op : unary)
-    if (name == op) return Dunders{"__" + name + "__", "", "", false};
+    if (name == op) return Dunders{"__" + name + "__", "", "", false, operator_symbol(name, false)};
   static const char* binary[] = {"add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
                                  "lshift", "rshift", "and", "or", "xor"};
   bool inplace = name.size() > 1 && name[0] == 'i' && name != "invert";
   std::string base = inplace ? name.substr(1) : name;
   if (!base.empty() && base.back() == '_') base.pop_back();  // and_, or_
   for (const char* op : binary)
-    if (base == op) return Dunders{"__" + base + "__", "__r" + base + "__", inplace ? "__i" + base + "__" : "", false};
+    if (base == op)
+      return Dunders{"__" + base + "__", "__r" + base + "__", inplace ? "__i" + base + "__" : "", false,
+                     operator_symbol(base, inplace)};
   return std::nullopt;
 }
 
@@ -71,14 +86,35 @@ bool plain(const ValuePtr& value) {
   return !overrides(value, "__index__");
 }
 
-[[noreturn]] void unsupported_operands(const char* symbol, const Args& operands) {
-  std::string text = std::string("unsupported operand type(s) for ") + symbol + ":";
-  for (size_t i = 0; i < operands.size(); ++i)
-    text += std::string(i ? " and " : " ") + "'" + reinterpret_cast<PyTypeObject*>(operands[i]->python_type())->tp_name + "'";
+// CPython's message for operands no method answered.
+[[noreturn]] void unsupported_operands(const Dunders& names, const Args& operands) {
+  auto type_name = [&](size_t i) {
+    return std::string("'") + reinterpret_cast<PyTypeObject*>(operands[i]->python_type())->tp_name + "'";
+  };
+  std::string text;
+  if (operands.size() == 1)
+    text = "bad operand type for " + names.symbol + ": " + type_name(0);
+  else if (names.comparison)
+    text = "'" + names.symbol + "' not supported between instances of " + type_name(0) + " and " + type_name(1);
+  else
+    text = "unsupported operand type(s) for " + names.symbol + ": " + type_name(0) + " and " + type_name(1);
   raise_error("python_error", PyExc_TypeError, text);
 }
 
 }  // namespace
+
+bool is_protocol_operator(PyObject* function) {
+  if (!PyCFunction_Check(function)) return false;
+  PyObject* module = PyCFunction_GET_SELF(function);  // borrowed
+  if (module == nullptr || !PyModule_Check(module)) return false;
+  const char* module_name = PyModule_GetName(module);
+  if (module_name == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  if (std::strcmp(module_name, "_operator") != 0 && std::strcmp(module_name, "operator") != 0) return false;
+  return dunders_of(function).has_value();
+}
 
 ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   bool any_user_object = false;
@@ -133,7 +169,7 @@ ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& ope
     const bool same = same_object(tracer, left, right);
     return ConstantValue::make(py::Ref<>::newref((names->method == "__eq__") == same ? Py_True : Py_False));
   }
-  unsupported_operands(names->method.c_str(), operands);
+  unsupported_operands(*names, operands);
 }
 
 }  // namespace bytegraph::trace

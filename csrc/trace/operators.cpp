@@ -239,6 +239,7 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
 }  // namespace
 
 ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands) {
+  PyObject* const written = function;  // `n -= obj` names -= in its TypeError
   function = number_inplace_as_binary(function, operands);
   bool constants = true;
   for (const auto& operand : operands) constants = constants && operand->is_constant();
@@ -249,7 +250,7 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
   // in-place ones on a mutable container: `xs += ys` changes xs itself.
   if (all_constant(operands) && !(is_inplace_operator(function) && !operands[0]->is_constant()))
     return fold(function, operands);
-  if (ValuePtr result = user_class_operator(tracer, function, operands)) return result;
+  if (ValuePtr result = user_class_operator(tracer, written, operands)) return result;
   if (ValuePtr result = symbolic_operator(tracer, function, operands)) return result;
   for (const auto& operand : operands) {
     if (operand->is_tensor())

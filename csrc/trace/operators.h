@@ -13,6 +13,9 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
 // Python's operator protocol on instances of user classes with Python special methods
 // (operator_protocol.cpp); null where no operand's class defines one for `function`.
 ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& operands);
+// Whether `function` is one of operator's functions for an operator with special methods
+// (operator.sub, operator.iadd, operator.lt, operator.neg): called, it acts as the operator.
+bool is_protocol_operator(PyObject* function);
 // Whether every argument is a constant or a container of constants (foldable).
 bool all_constant(const Args& args, const KwArgs& kwargs = {});
 // The real Python object of a constant or a container of constants; null otherwise.

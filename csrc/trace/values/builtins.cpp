@@ -501,6 +501,9 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (ValuePtr built = call_constructor(tracer, function, args, kwargs)) return built;
   if (function == builtin("abs") && args.size() == 1 && args[0]->is_tensor())
     return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);
+  // operator.sub(a, b) is `a - b`: the operands' special methods, NotImplemented and all.
+  if (kwargs.empty() && (args.size() == 1 || args.size() == 2) && is_protocol_operator(function))
+    return apply_operator(tracer, function, args);
   if (is_pure_module_function(function) && PyModule_Check(PyCFunction_GET_SELF(function))) {
     // operator.add(x, y) and friends on tensors are graph operations.
     for (const auto& arg : args)
