@@ -164,3 +164,54 @@ def test_functools_reduce_runs_in_the_trace():
         return total, product, functools.reduce(max, [3, 1, 4]), message
 
     capture(f, torch.ones(2), [torch.ones(2), torch.full((2,), 2.0)], ops=5)
+
+
+_runs = []
+
+
+@functools.lru_cache
+def _cached_double(x):
+    """doubles"""
+    return x * 2
+
+
+@functools.cache
+def _cached_setup(n):
+    _runs.append(n)  # an effect the cache makes happen once per argument
+    return n + 1
+
+
+def test_an_lru_cache_wrapper_inlines_its_function_with_a_warning(recwarn):
+    def f(x):
+        assert _cached_double.__name__ == "_cached_double" and _cached_double.__doc__ == "doubles"
+        return _cached_double(x) + 1, hasattr(_cached_double, "extra")
+
+    capture(f, torch.ones(2), ops=2)
+    assert any("lru_cache" in str(w.message) and "_cached_double" in str(w.message) for w in recwarn)
+
+
+def test_an_lru_cache_on_constant_arguments_is_answered_by_the_cache():
+    # The cached function runs once for 3, as it does eagerly: at trace time, then never again.
+    _runs.clear()
+
+    def f(x):
+        return x * _cached_setup(3)
+
+    capture(f, torch.ones(2), ops=1, calls=3)
+    assert _runs == [3]
+
+
+def test_an_attribute_added_to_an_lru_cache_wrapper_after_the_trace_is_seen():
+    def f(x):
+        return x + 1 if hasattr(_cached_double, "extra") else x - 1
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    assert torch.equal(compiled(x), x - 1)
+    _cached_double.extra = True
+    try:
+        assert torch.equal(compiled(x), x + 1)
+    finally:
+        del _cached_double.extra
+    assert counter.frame_count == 2

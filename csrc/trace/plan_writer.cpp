@@ -18,9 +18,10 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   // A symbolic size or int computed by the graph: one of its outputs.
   if (auto* number = dynamic_cast<SymNumberValue*>(value.get())) return OutputPlan::graph_output(output_index(number->node()));
   if (value->is_constant()) return OutputPlan::of_constant(value->constant());
-  // A class or builtin reached without a name of its own (a dict key, a set member): pinned by
-  // the guards on the container it came from, so it is that very object.
-  if (dynamic_cast<BuiltinValue*>(value.get()) || dynamic_cast<OpaqueValue*>(value.get()))
+  // A class, module or builtin reached without a name of its own (a dict key, a set member, what
+  // a cache answered): pinned by the guards on where it came from, so it is that very object.
+  if (dynamic_cast<BuiltinValue*>(value.get()) || dynamic_cast<OpaqueValue*>(value.get()) ||
+      dynamic_cast<PythonModuleValue*>(value.get()) || dynamic_cast<ClassValue*>(value.get()))
     if (PyObject* real = value->real_object()) return OutputPlan::of_constant(real);
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
   if (shared_lists_.count(value.get())) return new_list(static_cast<const SequenceValue&>(*value));

@@ -6,6 +6,7 @@
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
 #include "trace/values/environ.h"
+#include "trace/values/cached_function.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
 
@@ -284,6 +285,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   // functools.partial, operator.itemgetter/attrgetter (classes and instances): known calls.
   if (kind == ObjectKind::UserClass || kind == ObjectKind::Object || kind == ObjectKind::Class || kind == ObjectKind::Unknown)
     if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
+  if (kind == ObjectKind::Unknown)
+    if (ValuePtr cached = wrap_cached_function(*this, real, source)) return cached;
   switch (kind) {
     case ObjectKind::Constant:
       if (PyLong_CheckExact(real) && is_argument(source))
