@@ -23,6 +23,7 @@ import enum
 import logging
 import math
 import operator
+import sys
 import types
 import weakref
 
@@ -277,6 +278,13 @@ _PURE_TORCH_QUERIES = frozenset(id(fn) for fn in (
 ) if fn is not None)
 
 
+_IMMUTABLE_OWNER_TYPES = (str, bytes, int, float, complex, tuple, frozenset)
+# Functions of the standard library whose answer depends on their arguments alone: folded on
+# constants. collections.namedtuple makes a class: the class made at trace time stands for the
+# one each eager call would make (as under torch.compile).
+_PURE_STDLIB_FUNCTIONS = frozenset(id(fn) for fn in (sys.intern, collections.namedtuple))
+
+
 def register_folded(fn, result):
     """Calls of `fn` in traced code evaluate to `result` (for bytegraph's own queries)."""
     _EXTRA_FOLDED[id(fn)] = (fn, result)
@@ -338,13 +346,18 @@ def _has_custom_torch_function(cls) -> bool:
     return handler is not getattr(base, "__func__", base) and handler is not torch._C._disabled_torch_function_impl
 
 
+# What the tracer does with a tuple as tuple itself does it: a named tuple class that defines
+# one of these in Python is no plain tuple (its `a + b` is its own __add__).
+_TUPLE_PROTOCOL = ("__getitem__", "__iter__", "__len__", "__contains__", "__hash__", "__bool__", "__eq__",
+                   "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__add__", "__radd__", "__mul__", "__rmul__")
+
+
 def _is_named_tuple_class(cls) -> bool:
     """collections.namedtuple classes and structseqs (torch.return_types.max, os.stat_result):
     tuples whose items are named fields and whose tuple behaviour is not overridden."""
     fields = getattr(cls, "_fields", None)
     if isinstance(fields, tuple) and callable(getattr(cls, "_make", None)):
-        return all(getattr(cls, name) is getattr(tuple, name)
-                   for name in ("__getitem__", "__iter__", "__len__", "__eq__"))
+        return all(getattr(cls, name, None) is getattr(tuple, name, None) for name in _TUPLE_PROTOCOL)
     return isinstance(getattr(cls, "n_sequence_fields", None), int)
 
 
@@ -358,7 +371,7 @@ def _classify_callable(obj):
         return "graph_break"
     if _is_graph_op(obj) or _is_autograd_function_apply(obj):
         return "torch_function"
-    if id(obj) in _PURE_TORCH_QUERIES:
+    if id(obj) in _PURE_TORCH_QUERIES or id(obj) in _PURE_STDLIB_FUNCTIONS:
         return "pure_function"
     return None
 
@@ -478,8 +491,12 @@ def _classify_by_rules(obj) -> str:
         return "user_method" if isinstance(obj.__func__, types.FunctionType) else "unknown"
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(obj, "__self__", None)
-        if owner is builtins:
+        if owner is builtins or obj is tuple.__new__:  # namedtuple's _make calls tuple.__new__
             return "builtin"
+        # A method bound to an immutable constant ("a,b".split, frozenset(kwlist).__contains__,
+        # which keyword.iskeyword is): its answer depends on its arguments alone.
+        if type(owner) in _IMMUTABLE_OWNER_TYPES and classify(owner) == "constant":
+            return "pure_function"
         module = getattr(obj, "__module__", None)
         if module in _FOLDABLE_MODULES or (isinstance(owner, types.ModuleType) and
                                            owner.__name__ in _FOLDABLE_MODULES):

@@ -225,6 +225,56 @@ def test_named_tuples_are_made_from_positional_and_keyword_fields():
     assert counter.frame_count == 1
 
 
+class Span(collections.namedtuple("SpanBase", ["start", "stop"])):
+    """A named tuple subclass with methods of its own and its own `+`."""
+
+    def length(self):
+        return self.stop - self.start
+
+    @property
+    def middle(self):
+        return (self.start + self.stop) / 2
+
+    @classmethod
+    def unit(cls, x):
+        return cls(x, x + 1)
+
+    def __add__(self, other):
+        return Span(self.start + other.start, self.stop + other.stop)
+
+
+def test_named_tuple_methods_properties_and_operators_run_their_python_code():
+    def f(x):
+        a, b = Span(x, x * 3), Span.unit(x)
+        c = a + b                      # Span.__add__, not tuple concatenation
+        d = c._replace(stop=x)         # namedtuple's _replace: _make through tuple.__new__
+        return c, d, a.length(), a.middle, d._asdict()["stop"], Span._fields
+
+    cf, counter = compiled_with_counter(f)
+    x = torch.ones(2)
+    c, d, length, middle, stop, fields = cf(x)
+    expected = f(x)
+    assert type(c) is Span and len(c) == 2 and type(d) is Span
+    torch.testing.assert_close((c, d, length, middle, stop), expected[:5])
+    assert fields == ("start", "stop")
+    assert counter.frame_count == 1
+
+
+def test_namedtuple_made_in_the_trace_from_constant_field_names():
+    import sys
+
+    def f(x):
+        Row = collections.namedtuple("Row", ["a", sys.intern("b")], defaults=[0])
+        row = Row(x)
+        return row.a + row.b, Row._fields, row._replace(b=x).b
+
+    cf, counter = compiled_with_counter(f)
+    (total, fields, b), expected = cf(torch.ones(2)), f(torch.ones(2))
+    torch.testing.assert_close((total, b), (expected[0], expected[2]))
+    assert fields == expected[1] == ("a", "b")
+    assert counter.frame_count == 1 and counter.op_count == 1
+
+
 class Record(collections.OrderedDict):
     """A dict subclass whose fields are items and attributes (as transformers' ModelOutput)."""
 

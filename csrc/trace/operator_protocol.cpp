@@ -58,20 +58,34 @@ std::optional<Dunders> dunders_of(PyObject* function) {
 
 bool not_implemented(const ValuePtr& value) { return value->is_constant() && value->constant() == Py_NotImplemented; }
 
-// The class's Python method `name` called on `self`, or null where the class has none.
-ValuePtr call_special(Tracer& tracer, const ValuePtr& self, const std::string& name, const Args& args) {
-  auto* object = dynamic_cast<ObjectValue*>(self.get());
-  if (object == nullptr) return nullptr;
-  return object->inline_special(tracer, name.c_str(), args);
+// A named tuple of a Python class (a namedtuple subclass defining __add__): the class's
+// methods apply to it as to an instance.
+bool is_user_tuple(const ValuePtr& value) {
+  auto* sequence = dynamic_cast<SequenceValue*>(value.get());
+  return sequence != nullptr && sequence->tuple_type && !sequence->is_size();
 }
 
-bool overrides(const ValuePtr& value, const std::string& name) {
-  auto* object = dynamic_cast<ObjectValue*>(value.get());
-  if (object == nullptr) return false;
+bool is_user_operand(const ValuePtr& value) { return dynamic_cast<ObjectValue*>(value.get()) || is_user_tuple(value); }
+
+// The Python function the operand's class defines as `name`; null where it has none.
+PyObject* python_special(const ValuePtr& value, const std::string& name) {
+  if (!is_user_operand(value)) return nullptr;
   py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
-  PyObject* found = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(object->python_type()), key.get());
-  return found != nullptr && PyFunction_Check(found);
+  PyObject* found = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(value->python_type()), key.get());
+  return found != nullptr && PyFunction_Check(found) ? found : nullptr;
 }
+
+// The class's Python method `name` called on `self`, or null where the class has none.
+ValuePtr call_special(Tracer& tracer, const ValuePtr& self, const std::string& name, const Args& args) {
+  if (auto* object = dynamic_cast<ObjectValue*>(self.get())) return object->inline_special(tracer, name.c_str(), args);
+  PyObject* function = python_special(self, name);
+  if (function == nullptr) return nullptr;
+  Args call_args{self};
+  call_args.insert(call_args.end(), args.begin(), args.end());
+  return tracer.wrap_user_function(function, guards::class_attr_source(self->python_type(), name))->call(tracer, call_args, {});
+}
+
+bool overrides(const ValuePtr& value, const std::string& name) { return python_special(value, name) != nullptr; }
 
 // An instance of a class with no builtin base but object, or a constant (a number, a string,
 // None): what one of these answers to an operator the other's class does not define is known
@@ -118,7 +132,7 @@ bool is_protocol_operator(PyObject* function) {
 
 ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& operands) {
   bool any_user_object = false;
-  for (const ValuePtr& operand : operands) any_user_object = any_user_object || dynamic_cast<ObjectValue*>(operand.get());
+  for (const ValuePtr& operand : operands) any_user_object = any_user_object || is_user_operand(operand);
   if (!any_user_object || operands.empty() || operands.size() > 2) return nullptr;
   std::optional<Dunders> names = dunders_of(function);
   if (!names) return nullptr;

@@ -134,6 +134,8 @@ ValuePtr from_folded(py::Ref<> result) {
     return set;
   }
   if (PyTuple_Check(object) || classify(object) == ObjectKind::Constant) return ConstantValue::make(std::move(result));
+  // A class a folded factory made (collections.namedtuple): known by this very object.
+  if (PyType_Check(object) && classify(object) == ObjectKind::UserClass) return std::make_shared<ClassValue>(std::move(result), nullptr);
   unsupported("unsupported_builtin", "a folded call returned " + py_repr((PyObject*)Py_TYPE(object)));
 }
 

@@ -301,12 +301,30 @@ ValuePtr reduce_items(Tracer& tracer, const char* which, const Args& args) {
   unsupported("unsupported_call", std::string(which) + " over non-constant values");
 }
 
+// tuple.__new__(cls[, iterable]), which namedtuple's _make calls: a tuple of class cls (a named
+// tuple class or tuple itself); null for other calls.
+ValuePtr call_tuple_new(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
+  if (!PyCFunction_Check(function) || PyCFunction_GET_SELF(function) != (PyObject*)&PyTuple_Type ||
+      std::strcmp(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "__new__") != 0)
+    return nullptr;
+  if (args.empty() || args.size() > 2 || !kwargs.empty()) return nullptr;
+  PyObject* type = args[0]->real_object();
+  if (type == nullptr || !PyType_Check(type)) return nullptr;
+  const bool plain = type == (PyObject*)&PyTuple_Type;
+  if (!plain && !named_tuple_fields(type)) return nullptr;
+  Args items = args.size() == 1 ? Args{} : unpack_or_fail(tracer, args[1], "tuple.__new__");
+  auto tuple = std::make_shared<SequenceValue>(false, std::move(items));
+  if (!plain) tuple->tuple_type = py::Ref<>::newref(type);
+  return tuple;
+}
+
 ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
   if (function == builtin("tuple") || function == builtin("list")) {
     bool is_list = function == builtin("list");
     Args items = args.empty() ? Args{} : unpack_or_fail(tracer, args[0], is_list ? "list" : "tuple");
     return std::make_shared<SequenceValue>(is_list, std::move(items));
   }
+  if (ValuePtr made = call_tuple_new(tracer, function, args, kwargs)) return made;
   if (function == builtin("dict")) {
     auto dict = std::make_shared<DictValue>();
     if (!args.empty()) {

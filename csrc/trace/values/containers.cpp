@@ -96,6 +96,29 @@ class ContainerMethodValue : public Value {
   std::string name_;
 };
 
+// What a named tuple's class holds under `name` (namedtuple's _replace/_asdict/_fields, a
+// subclass's own methods and properties): Python methods bind to the tuple, classmethods and
+// staticmethods through the class, plain values as they are; null for tuple's own methods and
+// for what would run C code.
+ValuePtr named_tuple_class_attribute(Tracer& tracer, const ValuePtr& self, PyObject* type, const std::string& name) {
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* found = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), key.get());  // borrowed
+  if (found == nullptr || found == _PyType_Lookup(&PyTuple_Type, key.get())) return nullptr;
+  guards::SourcePtr source = guards::class_attr_source(type, name);
+  if (PyFunction_Check(found)) return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, source), self);
+  if (Py_TYPE(found) == &PyStaticMethod_Type || Py_TYPE(found) == &PyClassMethod_Type) {
+    py::Ref<> bound = check(PyObject_GetAttrString(type, name.c_str()));
+    return tracer.wrap(bound.get(), source);
+  }
+  if (PyObject_TypeCheck(found, &PyProperty_Type)) {
+    py::Ref<> getter = check(PyObject_GetAttrString(found, "fget"));
+    if (!PyFunction_Check(getter.get())) return nullptr;
+    return tracer.wrap_user_function(getter.get(), guards::attr_source(source, "fget"))->call(tracer, {self}, {});
+  }
+  if (Py_TYPE(found)->tp_descr_get == nullptr) return tracer.wrap(found, source);
+  return nullptr;
+}
+
 }  // namespace
 
 // ---- sequences ------------------------------------------------------------------------
@@ -160,13 +183,15 @@ py::Ref<> named_tuple_fields(PyObject* type) {
 }
 
 
-ValuePtr SequenceValue::get_attr(Tracer&, const std::string& name) {
+ValuePtr SequenceValue::get_attr(Tracer& tracer, const std::string& name) {
   if (tuple_type) {
     if (py::Ref<> fields = named_tuple_fields(tuple_type.get())) {
       for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields.get()); ++i)
         if (name == PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields.get(), i)) && static_cast<size_t>(i) < items.size())
           return items[i];
     }
+    if (!is_size())
+      if (ValuePtr found = named_tuple_class_attribute(tracer, shared_from_this(), tuple_type.get(), name)) return found;
   }
   static const char* methods[] = {"append", "extend", "insert", "pop", "index", "count"};
   for (const char* method : methods)
