@@ -509,7 +509,9 @@ def _classify_by_rules(obj) -> str:
         # items symbolic).
         dict_classes = (collections.OrderedDict, collections.defaultdict)
         return "user_class" if _is_python_class(obj) or obj in dict_classes else "class"
-    if _is_python_class(type(obj)):
+    # OrderedDict and defaultdict instances are objects with dict storage, as instances of dict
+    # subclasses are: their items read, changed and written back.
+    if _is_python_class(type(obj)) or type(obj) in (collections.OrderedDict, collections.defaultdict):
         return "object"
     return "unknown"
 

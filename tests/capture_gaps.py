@@ -443,17 +443,6 @@ GAPS = [
         "(or honour torch.compiler.is_compiling() so the library takes its compile path).",
         r"getattr\(ObjectVariable\(_contextvars\.ContextVar\), '(set|reset|get)'\)", context_var, _ones,
         "torch.ones(4)", lambda: torch.full((4,), 2.0)),
-    Gap("dict-subclass-items", "changing the items of a dict subclass from outside the frame (ModelOutput.__setitem__)",
-        "Item changes of dict-subclass inputs (through super().__setitem__ too) recorded and written back "
-        "after the graph, like plain dicts'.",
-        r"returning changes to the items of ObjectVariable|assigning an item of ObjectVariable",
-        set_item_of_dict_subclass, lambda: (Output(), torch.ones(4)), "Output(), torch.ones(4)",
-        lambda: torch.full((4,), 3.0), helpers=(Output,)),
-    Gap("dict-subclass-input", "reading an item of a dict subclass that is a frame's input (ModelOutput)",
-        "Frames whose arguments are dict subclasses: guard on the type and the keys, trace their items.",
-        r"unsupported_dict: dict subclass input|unsupported_subscript: ObjectVariable\(\w+, L\['",
-        dict_subclass_argument, lambda: (Output(hidden=torch.ones(4)),), "Output(hidden=torch.ones(4))",
-        lambda: torch.full((4,), 2.0), helpers=(Output,)),
     Gap("break-in-resumed-loop", "a break inside a loop of a resume function",
         "Split a resume function again at a break inside one of its loops.",
         r"a break inside a loop of a resume function", break_in_loop_after_break, _ones, "torch.ones(4)",
@@ -473,6 +462,17 @@ WRONG_RESULTS = []
 # Gaps whose xfail passed: the capability landed. Kept as regression data (their eager
 # behaviour, bytegraph's equality with it and the reason's absence are still tested).
 FIXED = [
+    Gap("dict-subclass-input", "reading an item of a dict subclass that is a frame's input (ModelOutput)",
+        "Frames whose arguments are dict subclasses: guard on the type and the keys, trace their items.",
+        r"unsupported_dict: dict subclass input|unsupported_subscript: ObjectVariable\(\w+, L\['",
+        dict_subclass_argument, lambda: (Output(hidden=torch.ones(4)),), "Output(hidden=torch.ones(4))",
+        lambda: torch.full((4,), 2.0), helpers=(Output,)),
+    Gap("dict-subclass-items", "changing the items of a dict subclass from outside the frame (ModelOutput.__setitem__)",
+        "Item changes of dict-subclass inputs (through super().__setitem__ too) recorded and written back "
+        "after the graph, like plain dicts'.",
+        r"returning changes to the items of ObjectVariable|assigning an item of ObjectVariable",
+        set_item_of_dict_subclass, lambda: (Output(), torch.ones(4)), "Output(), torch.ones(4)",
+        lambda: torch.full((4,), 3.0), helpers=(Output,)),
     Gap("closure-cells-empty",
         "a function made in a compiled frame and returned has empty closure cells (NameError when called)",
         "Frames that return functions made in the frame (transformers' mask functions, sliding_window_overlay) "

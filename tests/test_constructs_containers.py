@@ -1,6 +1,7 @@
 """Dicts, dict views and lists made inside traced code: their methods, views and membership
 fold at trace time; only the tensor ops reach the graph."""
 
+import collections
 import collections.abc
 
 import pytest
@@ -148,3 +149,64 @@ def test_defaultdict_made_in_the_trace_fills_missing_keys_and_is_rebuilt():
 
     out, _ = capture(f, torch.ones(1), ["ab", "ac", "bd"], ops=2)
     assert type(out[2]) is collections.defaultdict and out[2].default_factory is int
+
+
+def test_del_of_items_of_lists_dicts_and_dict_subclasses():
+    class Counted(dict):
+        def __delitem__(self, key):
+            super().__delitem__(key)
+            self.deleted = getattr(self, "deleted", 0) + 1
+
+    def f(x):
+        xs, d, c = [x, x + 1, x + 2], {"a": x, "b": 1}, Counted(a=1, b=2)
+        del xs[-1], xs[0], d["a"], c["b"]
+        try:
+            del d["missing"]
+        except KeyError:
+            pass
+        try:
+            del (x,)[0]
+        except TypeError as error:
+            message = str(error)
+        return xs, d, dict(c), c.deleted, message
+
+    capture(f, torch.ones(2), ops=2)
+
+
+_ordered = collections.OrderedDict(a=1, b=2)
+_seen = collections.defaultdict(list)
+
+
+class _Recorded(collections.OrderedDict):
+    """A dict subclass whose __setitem__ has an effect of its own (as transformers' ModelOutput)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self.writes = getattr(self, "writes", 0) + 1
+
+
+def test_ordereddict_defaultdict_and_dict_subclass_globals_are_changed_in_the_trace():
+    recorded = _Recorded(z=0)
+
+    def f(x, recorded):
+        _ordered["c"] = x + 1
+        _ordered.pop("b", None)
+        _seen["last"] = [x]
+        recorded["w"] = x
+        return _ordered["a"] * x + len(_seen["missing"])
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    # Checked here, not by verify_correctness: its deep copy of `recorded` calls __setitem__.
+    for calls in (1, 2, 3):
+        with bytegraph.config.patch(verify_correctness=False):
+            result = compiled(x, recorded)
+        assert torch.equal(result, x)
+        assert list(_ordered) == ["a", "c"] and torch.equal(_ordered["c"], x + 1)
+        assert list(_seen) == ["last", "missing"] and _seen["last"][0] is x and _seen["missing"] == []
+        # The class's __setitem__ ran once per call (in the trace), never again on write-back.
+        assert list(recorded) == ["z", "w"] and recorded.writes == calls + 1
+    # Recompiled for the keys the first call changed, then for `writes`: an int attribute is a
+    # constant of the trace, as under torch.compile.
+    assert counter.frame_count == 3

@@ -52,6 +52,40 @@ PyObject* delete_attribute(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// The replay of a dict subclass instance's items: cleared and refilled with its C base class's
+// own methods (OrderedDict.__setitem__ keeps OrderedDict's order; update would call the
+// subclass's __setitem__ again, which already ran in the trace).
+PyObject* replace_dict_items(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyType_Check(args[0]) || !PyDict_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "replace_dict_items(dict_class, target, items)");
+    return nullptr;
+  }
+  PyObject* result = PyObject_CallMethod(args[0], "clear", "O", args[1]);
+  if (result == nullptr) return nullptr;
+  Py_DECREF(result);
+  PyObject* setitem = PyObject_GetAttrString(args[0], "__setitem__");  // dict's, inherited by defaultdict
+  if (setitem == nullptr) return nullptr;
+  PyObject *key, *value;  // borrowed
+  Py_ssize_t position = 0;
+  while (PyDict_Next(args[2], &position, &key, &value)) {
+    PyObject* stored = PyObject_CallFunctionObjArgs(setitem, args[1], key, value, nullptr);
+    if (stored == nullptr) {
+      Py_DECREF(setitem);
+      return nullptr;
+    }
+    Py_DECREF(stored);
+  }
+  Py_DECREF(setitem);
+  Py_RETURN_NONE;
+}
+
+PyObject* replace_dict_items_function() {
+  static PyMethodDef definition = {"replace_dict_items", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(replace_dict_items)),
+                                   METH_FASTCALL, "Replaces a dict subclass instance's items through its C base class."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
 PyObject* delete_attribute_function() {
   static PyMethodDef definition = {"delete_attribute", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(delete_attribute)),
                                    METH_FASTCALL, "Deletes an instance attribute if it is there (replays `del obj.name`)."};
@@ -96,6 +130,15 @@ void emit_side_effect_writes(CodeBuilder& builder, const std::vector<SideEffectP
         break;
       }
       case Kind::ReplaceDictItems:
+        if (effect.setter) {
+          call_and_drop(builder, replace_dict_items_function(), 3, [&] {
+            builder.load_const(effect.setter.get());
+            builder.load_fast(target);
+            builder.load_fast(value);
+          });
+          break;
+        }
+        [[fallthrough]];
       case Kind::ReplaceSetItems: {
         // The base type's own methods: what the trace changed is the items, not through overrides.
         PyObject* type = reinterpret_cast<PyObject*>(effect.kind == Kind::ReplaceDictItems ? &PyDict_Type : &PySet_Type);

@@ -18,7 +18,8 @@ namespace bytegraph::codegen {
 struct SideEffectPlan {
   enum class Kind {
     ReplaceListItems,  // target[:] = value
-    ReplaceDictItems,  // dict.clear(target); dict.update(target, value)
+    ReplaceDictItems,  // dict.clear(target); dict.update(target, value); with a setter (a dict
+                       // class: OrderedDict), setter.clear(target) and setter.__setitem__ per item
     ReplaceSetItems,   // set.clear(target); set.update(target, value)
     SetAttr,           // setter(target, name, value), or target.name = value when setter is null
     DelAttr,           // delattr(target, name)
@@ -31,7 +32,8 @@ struct SideEffectPlan {
   OutputPlan target;  // unused for StoreGlobal and StoreDeref
   std::string name;
   OutputPlan value;   // unused for DelAttr and DelItem
-  py::Ref<> setter;   // SetAttr: object.__setattr__ (bypassing a __setattr__ the trace ran), or null
+  py::Ref<> setter;   // SetAttr: object.__setattr__ (bypassing a __setattr__ the trace ran), or null;
+                      // ReplaceDictItems: the C dict class whose methods store the items, or null
 
   SideEffectPlan() = default;
   SideEffectPlan(SideEffectPlan&&) noexcept = default;

@@ -193,6 +193,37 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   unsupported("unsupported_subscript", "assigning an item of " + container->repr());
 }
 
+// `del container[key]`.
+void delete_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr key = frame.pop();
+  ValuePtr container = frame.pop();
+  if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
+    if (!seq->is_list()) raise_error("type_error", PyExc_TypeError, "'tuple' object doesn't support item deletion");
+    if (!key->is_constant() || !PyLong_Check(key->constant()))
+      unsupported("unsupported_subscript", "deleting " + container->repr() + "[" + key->repr() + "]");
+    long index = PyLong_AsLong(key->constant());
+    if (index < 0) index += static_cast<long>(seq->items.size());
+    if (index < 0 || index >= static_cast<long>(seq->items.size()))
+      raise_error("index_error", PyExc_IndexError, "list assignment index out of range");
+    tracer.will_mutate(container);
+    seq->items.erase(seq->items.begin() + index);
+    return;
+  }
+  if (dynamic_cast<DictValue*>(container.get())) {
+    container->get_attr(tracer, "pop")->call(tracer, {key}, {});  // KeyError when absent, as del
+    return;
+  }
+  if (auto* object = dynamic_cast<ObjectValue*>(container.get())) {
+    object->get_attr(tracer, "__delitem__")->call(tracer, {key}, {});
+    return;
+  }
+  if (auto* attributes = dynamic_cast<InstanceDictValue*>(container.get())) {
+    attributes->call_method(tracer, "__delitem__", {key}, {});
+    return;
+  }
+  unsupported("unsupported_subscript", "deleting an item of " + container->repr());
+}
+
 }  // namespace
 
 void register_operator_handlers(HandlerTable& table) {
@@ -207,6 +238,7 @@ void register_operator_handlers(HandlerTable& table) {
   table.add(op::BINARY_SUBSCR, binary_subscr);
   table.add(Family::kBinarySlice, binary_slice);
   table.add(op::STORE_SUBSCR, store_subscr);
+  table.add(op::DELETE_SUBSCR, delete_subscr);
   table.add(Family::kToBool, to_bool);
 }
 

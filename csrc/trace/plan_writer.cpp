@@ -168,6 +168,19 @@ void PlanWriter::global_effects(std::vector<codegen::SideEffectPlan>& effects) {
   }
 }
 
+namespace {
+
+// The first class along the MRO that C code made (dict, OrderedDict, defaultdict): whose
+// methods store the items.
+PyObject* builtin_base(PyObject* type) {
+  for (auto* base = reinterpret_cast<PyTypeObject*>(type); base != nullptr; base = base->tp_base)
+    if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) || PyType_HasFeature(base, Py_TPFLAGS_IMMUTABLETYPE))
+      return reinterpret_cast<PyObject*>(base);
+  return reinterpret_cast<PyObject*>(&PyDict_Type);
+}
+
+}  // namespace
+
 void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects) {
   using Effect = codegen::SideEffectPlan;
   static PyObject* setattr = py::own_type_attribute(&PyBaseObject_Type, "__setattr__");  // borrowed, immortal
@@ -185,8 +198,16 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
     }
     effects.push_back(std::move(effect));
   }
-  if (object.has_dict_storage())
-    throw NotRestorable{"changes to the items of " + object.repr() + ", a dict subclass from outside the trace"};
+  if (object.has_dict_storage()) {
+    // Written with the C base class's own methods (dict's, OrderedDict's): the trace already
+    // ran the class's Python overrides, and OrderedDict keeps an order of its own.
+    Effect effect;
+    effect.kind = Effect::Kind::ReplaceDictItems;
+    effect.target = OutputPlan::of_source(object.source());
+    effect.value = dict_plan(*object.dict_storage(tracer_));
+    effect.setter = py::Ref<>::newref(builtin_base(object.python_type()));
+    effects.push_back(std::move(effect));
+  }
   if (object.has_set_storage()) {
     // Written with set's own methods (the trace already ran the class's overrides).
     Effect effect;

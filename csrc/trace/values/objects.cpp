@@ -294,7 +294,7 @@ bool ObjectValue::truthy(Tracer& tracer) const {
 
 ValuePtr ObjectValue::get_item(Tracer& tracer, const ValuePtr& key) {
   if (ValuePtr result = inline_special(tracer, "__getitem__", {key})) return result;
-  if (items_ || (is_new() && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type))) {
+  if (items_ || PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)) {
     std::shared_ptr<DictValue> items = dict_storage(tracer);
     if (items->find(dict_key(tracer, key, "unsupported_subscript").get()) < 0) {
       // dict.__getitem__ asks the class's __missing__ for an absent key.
