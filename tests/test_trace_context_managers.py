@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
 
 X = torch.randn(3)
 
@@ -127,3 +127,43 @@ def test_a_break_inside_a_user_with_block_keeps_enter_and_exit_paired():
         assert same(compiled(X), (X + 1) * 2)
         assert recorder.events == ["enter", "exit"]
     assert counter.frame_count == 2
+
+
+class GradSwitch:
+    """A hand-written grad-mode context manager (torch._C._set_grad_enabled on enter and exit)."""
+
+    def __init__(self, mode):
+        self.prev = torch.is_grad_enabled()
+        self.mode = mode
+
+    def __enter__(self):
+        torch._C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc):
+        torch._C._set_grad_enabled(self.prev)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_grad_mode_set_by_set_grad_enabled_calls_holds_after_the_call(backend):
+    def f(x):
+        with GradSwitch(False):
+            a = x * 2                       # no grad inside
+        b = x * 3                           # grad again
+        torch.set_grad_enabled(False)       # called as a function: the mode stays off
+        c = x * 4
+        return a, b, c
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2, requires_grad=True)
+    for _ in range(2):
+        torch.set_grad_enabled(True)
+        expected = f(x)
+        assert not torch.is_grad_enabled()
+        torch.set_grad_enabled(True)
+        result = compiled(x)
+        assert not torch.is_grad_enabled()  # left off, as the eager call leaves it
+        torch.set_grad_enabled(True)
+        assert same(result, expected)
+        assert [t.requires_grad for t in result] == [t.requires_grad for t in expected] == [False, True, False]
+    assert counter.frame_count == 1

@@ -386,6 +386,21 @@ class GradModeValue : public Value {
   bool enabled_, is_class_;
 };
 
+// torch._C._set_grad_enabled: a call records itself into the graph and switches the mode the
+// fakes run under (torch.set_grad_enabled(mode) and hand-written context managers call it).
+class SetGradEnabledValue : public Value {
+ public:
+  explicit SetGradEnabledValue(py::Ref<> function, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), function_(std::move(function)) {}
+  std::string repr() const override { return "SetGradEnabledVariable()"; }
+  PyObject* real_object() const override { return function_.get(); }
+  bool truthy(Tracer&) const override { return true; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  py::Ref<> function_;
+};
+
 class GradModeExitValue : public Value {
  public:
   explicit GradModeExitValue(bool previous) : previous_(previous) {}

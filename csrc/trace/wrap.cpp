@@ -398,6 +398,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return std::make_shared<ComptimeFunctionValue>(py::Ref<>::newref(real), source);
     case ObjectKind::GradMode:
       pin_callable(real, source);
+      if (real == bridge.set_grad_enabled.get()) return std::make_shared<SetGradEnabledValue>(py::Ref<>::newref(real), source);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
     case ObjectKind::UserClass:
       guards.add(K::Id, source, real);

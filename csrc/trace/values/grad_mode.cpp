@@ -1,5 +1,6 @@
 // Grad-mode context managers: `with torch.no_grad():` inside a traced function.
 #include "trace/tracer.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -42,6 +43,15 @@ ValuePtr GradModeExitValue::call(Tracer& tracer, const Args&, const KwArgs&) {
   // either way, and an exception is never suppressed.
   record_set_grad_enabled(tracer, previous_);
   return ConstantValue::make(py::Ref<>::newref(Py_False));
+}
+
+ValuePtr SetGradEnabledValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (args.size() != 1 || !kwargs.empty())
+    raise_error("bad_call", PyExc_TypeError, "_set_grad_enabled() takes exactly one argument");
+  if (!args[0]->is_constant() || !PyBool_Check(args[0]->constant()))
+    unsupported("unsupported_call", "torch._C._set_grad_enabled(" + args[0]->repr() + "): the mode must be a constant bool");
+  record_set_grad_enabled(tracer, args[0]->constant() == Py_True);
+  return ConstantValue::none();
 }
 
 }  // namespace bytegraph::trace
