@@ -493,6 +493,8 @@ def _classify_by_rules(obj) -> str:
         owner = getattr(obj, "__self__", None)
         if owner is builtins or obj is tuple.__new__:  # namedtuple's _make calls tuple.__new__
             return "builtin"
+        if isinstance(owner, type) and issubclass(owner, dict) and obj.__name__ == "fromkeys":
+            return "builtin"  # OrderedDict.fromkeys, defaultdict.fromkeys: a new dict of the class
         # A method bound to an immutable constant ("a,b".split, frozenset(kwlist).__contains__,
         # which keyword.iskeyword is): its answer depends on its arguments alone.
         if type(owner) in _IMMUTABLE_OWNER_TYPES and classify(owner) == "constant":

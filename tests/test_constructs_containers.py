@@ -210,3 +210,34 @@ def test_ordereddict_defaultdict_and_dict_subclass_globals_are_changed_in_the_tr
     # Recompiled for the keys the first call changed, then for `writes`: an int attribute is a
     # constant of the trace, as under torch.compile.
     assert counter.frame_count == 3
+
+
+def test_fromkeys_of_dict_classes_makes_an_instance_of_the_class():
+    class Tagged(dict):
+        def __setitem__(self, key, value):
+            super().__setitem__(key, (key, value))
+
+    def f(x):
+        ordered = collections.OrderedDict.fromkeys(("b", "a"), value=x)
+        defaults = collections.defaultdict.fromkeys(iter("cd"), x + 1)
+        tagged = Tagged.fromkeys(["e"], 2)
+        return ordered, defaults, tagged, type(ordered), type(defaults), type(tagged)
+
+    result, _ = capture(f, torch.ones(2), ops=1)
+    assert list(result[0]) == ["b", "a"] and result[2] == {"e": ("e", 2)}
+
+
+def test_a_classmethod_replaced_on_a_python_dict_class_is_seen():
+    class Keys(dict):
+        pass
+
+    def f(x):
+        return x * len(Keys.fromkeys("ab"))
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    assert torch.equal(compiled(x), x * 2) and torch.equal(compiled(x), x * 2)
+    Keys.fromkeys = classmethod(lambda cls, keys: cls(zip(keys, keys), extra=1))
+    assert torch.equal(compiled(x), x * 3)
+    assert counter.frame_count == 2

@@ -69,7 +69,21 @@ PyObject* per_read_self(PyObject* callable) {
     py::Ref<> bound = check(PyObject_GetAttrString(callable, "__self__"));
     self = bound.get();  // the wrapper keeps it alive
   }
-  if (self == nullptr || PyModule_Check(self) || PyType_Check(self)) return nullptr;
+  if (self == nullptr || PyModule_Check(self)) return nullptr;
+  if (PyType_Check(self)) {
+    // A C classmethod (OrderedDict.fromkeys, MyDict.fromkeys) is bound anew on each read: pinned
+    // by the class and its name, as `xs.append` is. A method stored in the class dict
+    // (tuple.__new__) is one object, pinned as it is.
+    auto* type = reinterpret_cast<PyTypeObject*>(self);
+    py::Ref<> name = py::Ref<>::steal(PyObject_GetAttrString(callable, "__name__"));
+    if (!name) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    PyObject* stored = PyDict_GetItemWithError(type->tp_dict, name.get());  // borrowed
+    if (stored == nullptr && PyErr_Occurred()) PyErr_Clear();
+    return stored != callable ? self : nullptr;
+  }
   return self;
 }
 
@@ -93,9 +107,14 @@ void Tracer::pin_callable(PyObject* real, const SourcePtr& source) {
     guards.add(K::Id, source, real);
     return;
   }
-  // Read from its own object (`xs.append`): that object's type pins the method.
-  if (source->kind == guards::Source::Kind::Attr) return;
-  // Held somewhere else (a dict holding `xs.append`): the object and the method's name.
+  // Read from its own object (`xs.append`): that object's type pins the method; a C class
+  // pins its classmethods, which a Python class could have replaced since.
+  const bool mutable_class = PyType_Check(self) && PyType_HasFeature(reinterpret_cast<PyTypeObject*>(self), Py_TPFLAGS_HEAPTYPE) &&
+                             !PyType_HasFeature(reinterpret_cast<PyTypeObject*>(self), Py_TPFLAGS_IMMUTABLETYPE);
+  if (source->kind == guards::Source::Kind::Attr && !mutable_class) return;
+  // Held somewhere else (a dict holding `xs.append`), or read from a Python class: a C method
+  // of that object, of that name.
+  guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
   guards.add(K::Id, guards::attr_source(source, "__self__"), self);
   py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
   guards.add(K::Equals, guards::attr_source(source, "__name__"), name.get());

@@ -239,6 +239,30 @@ bool is_dict_fromkeys(PyObject* function) {
   return std::strcmp(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "fromkeys") == 0;
 }
 
+// cls.fromkeys(iterable[, value]) of a dict class other than dict (OrderedDict, defaultdict, a
+// subclass): as CPython does it, cls() and then cls's __setitem__ for each key.
+ValuePtr call_subclass_fromkeys(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
+  if (!PyCFunction_Check(function) || std::strcmp(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "fromkeys") != 0)
+    return nullptr;
+  PyObject* cls = PyCFunction_GET_SELF(function);
+  if (cls == nullptr || !PyType_Check(cls) || cls == (PyObject*)&PyDict_Type ||
+      !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), &PyDict_Type))
+    return nullptr;
+  ValuePtr value = args.size() == 2 ? args[1] : ConstantValue::none();
+  for (const auto& [name, given] : kwargs) {
+    if (name != "value" || args.size() != 1) unsupported("unsupported_call", "fromkeys() with these arguments");
+    value = given;
+  }
+  if (args.empty() || args.size() > 2) raise_error("bad_call", PyExc_TypeError, "fromkeys expected 1 or 2 arguments");
+  std::optional<Args> keys = args[0]->is_iterator() ? std::optional<Args>(drain(tracer, *args[0])) : args[0]->unpack(tracer);
+  if (!keys) unsupported("unsupported_iteration", "fromkeys over " + args[0]->repr());
+  ValuePtr made = tracer.wrap(cls, guards::class_source(cls))->call(tracer, {}, {});
+  auto* object = dynamic_cast<ObjectValue*>(made.get());
+  if (object == nullptr) unsupported("unsupported_call", "fromkeys of " + py_repr(cls));
+  for (const ValuePtr& key : *keys) object->set_item(tracer, key, value);
+  return made;
+}
+
 ValuePtr call_issubclass(Tracer& tracer, const Args& args) {
   PyObject* cls = args[0]->is_constant() ? args[0]->constant() : args[0]->real_object();
   if (cls == nullptr || !PyType_Check(cls)) unsupported("unsupported_call", "issubclass of " + args[0]->repr());
@@ -478,6 +502,7 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
   if ((args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args) && is_dict_fromkeys(function))
     return call_dict_fromkeys(tracer, args);
+  if (ValuePtr made = call_subclass_fromkeys(tracer, function, args, kwargs)) return made;
   if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
   if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
   if (function == builtin("id")) {
