@@ -373,7 +373,22 @@ def _classify_callable(obj):
         return "torch_function"
     if id(obj) in _PURE_TORCH_QUERIES or id(obj) in _PURE_STDLIB_FUNCTIONS:
         return "pure_function"
+    if not isinstance(obj, type) and _is_numpy_callable(obj):
+        return "numpy_function"
     return None
+
+
+def _is_numpy_callable(obj) -> bool:
+    """One of NumPy's functions (np.mean, np.fft.fft, ufuncs such as np.sin); numpy.random's draw
+    from NumPy's generator and stay outside traces."""
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str):
+        module = type(obj).__module__
+    if module.startswith("numpy.random"):
+        return False
+    if module == "numpy" and getattr(obj, "__self__", None) is not None:
+        return False  # a method of a generator (np.random.randn is RandomState.randn)
+    return module == "numpy" or module.startswith("numpy.")
 
 
 _FUNCTION_APPLY = torch.autograd.Function.apply.__func__

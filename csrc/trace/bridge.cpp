@@ -87,7 +87,7 @@ ObjectKind classify(PyObject* object) {
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
-      {"comptime", ObjectKind::Comptime},
+      {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},
   };
   for (const auto& [text, value] : table)
     if (std::strcmp(text, name) == 0) return value;

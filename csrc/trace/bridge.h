@@ -47,7 +47,8 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, DistributedTensor, Module, LeafModule, Tuple, List, Dict, Set, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime, Unknown,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime,
+  NumpyFunction, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

@@ -198,7 +198,7 @@ void delete_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr key = frame.pop();
   ValuePtr container = frame.pop();
   if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
-    if (!seq->is_list()) raise_error("type_error", PyExc_TypeError, "'tuple' object doesn't support item deletion");
+    if (!seq->is_list()) raise_error("python_error", PyExc_TypeError, "'tuple' object doesn't support item deletion");
     if (!key->is_constant() || !PyLong_Check(key->constant()))
       unsupported("unsupported_subscript", "deleting " + container->repr() + "[" + key->repr() + "]");
     long index = PyLong_AsLong(key->constant());

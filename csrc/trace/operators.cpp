@@ -1,3 +1,4 @@
+#include "trace/values/numpy_array.h"
 #include "trace/operators.h"
 
 #include "trace/values/dict_views.h"
@@ -252,6 +253,7 @@ ValuePtr apply_operator(Tracer& tracer, PyObject* function, const Args& operands
   // in-place ones on a mutable container: `xs += ys` changes xs itself.
   if (all_constant(operands) && !(is_inplace_operator(function) && !operands[0]->is_constant()))
     return fold(function, operands);
+  if (ValuePtr result = numpy_operator(tracer, written, operands)) return result;
   if (ValuePtr result = user_class_operator(tracer, written, operands)) return result;
   if (ValuePtr result = symbolic_operator(tracer, function, operands)) return result;
   for (const auto& operand : operands) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trace/symbolic.h"
+#include "trace/values/numpy_array.h"
 
 namespace bytegraph::trace {
 
@@ -24,6 +25,14 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
       dynamic_cast<PythonModuleValue*>(value.get()) || dynamic_cast<ClassValue*>(value.get()))
     if (PyObject* real = value->real_object()) return OutputPlan::of_constant(real);
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
+  if (auto* array = dynamic_cast<NumpyArrayValue*>(value.get())) {
+    // A graph output made an ndarray again (its tensor's .numpy()).
+    OutputPlan call;
+    call.kind = OutputPlan::Kind::Call;
+    call.constant = py::Ref<>::newref(to_numpy_function());
+    call.items.push_back(plan(array->tensor()));
+    return call;
+  }
   if (shared_lists_.count(value.get())) return new_list(static_cast<const SequenceValue&>(*value));
   require_single_reference(value);
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {

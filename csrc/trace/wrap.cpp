@@ -7,6 +7,7 @@
 #include "trace/tracer.h"
 #include "trace/values/environ.h"
 #include "trace/values/cached_function.h"
+#include "trace/values/numpy_array.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
 
@@ -432,6 +433,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       side_effects.remember(real, object);
       return object;
     }
+    case ObjectKind::NumpyFunction:
+      return wrap_numpy_function(*this, real, source);
     case ObjectKind::Class:
     case ObjectKind::Unknown:
       guards.add(K::Id, source, real);

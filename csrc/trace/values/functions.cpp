@@ -1,6 +1,7 @@
 // Callables: user functions (inlined), bound methods, torch functions (recorded), the
 // explicit graph break, and opaque objects.
 #include "python/import.h"
+#include "trace/values/numpy_array.h"
 #include "trace/operators.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
@@ -168,6 +169,7 @@ std::string TorchFunctionValue::repr() const {
 }
 
 ValuePtr TorchFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (ValuePtr tensor = tensor_of_array(function_.get(), args, kwargs)) return tensor;  // torch.from_numpy(a)
   return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);
 }
 

@@ -2,6 +2,7 @@
 // from the fake and folded to constants; everything else is recorded.
 #include <unordered_map>
 
+#include "trace/values/numpy_array.h"
 #include "trace/operators.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
@@ -57,6 +58,7 @@ std::string TensorValue::repr() const {
 PyObject* TensorValue::python_type() const { return type_ ? type_.get() : Bridge::get().tensor_type.get(); }
 
 ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
+  if (name == "numpy") return tensor_numpy_method(shared_from_this());
   switch (tensor_attribute_kind(name)) {
     case TensorAttr::Constant:
       return tensor_metadata(tracer, shared_from_this(), name, true, {}, {});
