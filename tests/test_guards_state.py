@@ -263,6 +263,39 @@ def test_a_forward_hook_registered_after_compiling():
     check_state_change(module_case(Helper, lambda m: m.register_forward_hook(lambda mod, args, out: out * 0)))
 
 
+def test_a_global_forward_hook_registered_after_compiling():
+    from torch.nn.modules.module import register_module_forward_hook
+
+    handles = []
+
+    def build():
+        while handles:  # the eager run's hook is gone before the compiled run starts
+            handles.pop().remove()
+        fn, call, _ = module_case(Helper, None)()
+        return fn, call, lambda: handles.append(register_module_forward_hook(lambda mod, args, out: out + 100))
+
+    try:
+        check_state_change(build)
+    finally:
+        while handles:
+            handles.pop().remove()
+
+
+def test_a_backward_pre_hook_registered_after_compiling():
+    def build():
+        m = Helper()
+        x = X.clone().requires_grad_()
+
+        def call(f):
+            x.grad = None
+            f(x).sum().backward()
+            return x.grad.clone()
+
+        return (lambda t: m(t)), call, lambda: m.register_full_backward_pre_hook(lambda mod, grads: (grads[0] * 3,))
+
+    check_state_change(build)
+
+
 def test_call_overridden_on_the_module_class():
     def build():
         class M(Helper):

@@ -6,6 +6,7 @@
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
 #include "trace/values/environ.h"
+#include "python/type_dict.h"
 #include "trace/values/cached_function.h"
 #include "trace/values/numpy_array.h"
 #include "trace/values/partial.h"
@@ -81,7 +82,8 @@ PyObject* per_read_self(PyObject* callable) {
       PyErr_Clear();
       return nullptr;
     }
-    PyObject* stored = PyDict_GetItemWithError(type->tp_dict, name.get());  // borrowed
+    py::Ref<> dict = py::type_dict(type);
+    PyObject* stored = dict ? PyDict_GetItemWithError(dict.get(), name.get()) : nullptr;  // borrowed
     if (stored == nullptr && PyErr_Occurred()) PyErr_Clear();
     return stored != callable ? self : nullptr;
   }

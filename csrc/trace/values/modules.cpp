@@ -1,4 +1,8 @@
 // nn.Module instances and Python modules.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "graph/graph.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
@@ -7,8 +11,24 @@ namespace bytegraph::trace {
 
 namespace {
 
+// torch.nn's hooks on every module's call (register_module_forward_hook and friends): the
+// dicts themselves, which registering fills in place.
+const std::vector<std::pair<std::string, py::Ref<>>>& global_hook_dicts() {
+  static const auto* dicts = [] {
+    auto* found = new std::vector<std::pair<std::string, py::Ref<>>>();  // kept for the process
+    py::Ref<> module = check(PyImport_ImportModule("torch.nn.modules.module"));
+    for (const char* name : {"_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
+                             "_global_backward_hooks"})
+      found->emplace_back(std::string("torch.nn.modules.module.") + name, check(PyObject_GetAttrString(module.get(), name)));
+    return found;
+  }();
+  return *dicts;
+}
+
 bool has_hooks(PyObject* module) {
-  static const char* names[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"};
+  for (const auto& [name, hooks] : global_hook_dicts())
+    if (PyObject_Size(hooks.get()) > 0) return true;
+  static const char* names[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
   for (const char* name : names) {
     py::Ref<> hooks = py::Ref<>::steal(PyObject_GetAttrString(module, name));
     if (!hooks) {
@@ -147,6 +167,9 @@ ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
     return tracer.wrap_user_function(call_on_class, call_source)->call(tracer, all, kwargs);
   }
   tracer.guards.add(GuardLog::Kind::Id, call_source, call_on_class);
+  // Valid while no hook is registered for every module either.
+  for (const auto& [name, hooks] : global_hook_dicts())
+    tracer.guards.add(GuardLog::Kind::Length, guards::held_source(hooks.copy(), name), nullptr, 0);
   if (source()) {
     // Valid while no hook is registered on the module.
     for (const char* hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"})
