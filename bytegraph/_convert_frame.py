@@ -16,6 +16,8 @@ import linecache
 import logging
 import os
 import sysconfig
+import types
+import typing
 import weakref
 
 import torch
@@ -429,6 +431,14 @@ def _constraint_error(code, error):
     return ConstraintViolationError(f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno}): {error}")
 
 
+class GuardFail(typing.NamedTuple):
+    """What guard_fail_fn receives, as torch._dynamo.types.GuardFail: the first failed guard of
+    the most recently used entry, in the user's words, and the code it guards."""
+
+    reason: str
+    orig_code: types.CodeType
+
+
 def _report_recompile(code, guard_fail_fn):
     """Logs why the existing entries did not match (a recompile); returns those reasons
     (one per entry, most recently used first, in the user's words)."""
@@ -442,7 +452,7 @@ def _report_recompile(code, guard_fail_fn):
                 "Recompiling function %s; each of its %d cache entries failed a guard:\n%s", where, len(reasons),
                 "\n".join(f"  - entry {i}: {r}" for i, r in enumerate(reasons)))
         if guard_fail_fn is not None:
-            _call_user_hook(guard_fail_fn, raw[0])
+            _call_user_hook(guard_fail_fn, GuardFail(raw[0], code))
     return reasons
 
 

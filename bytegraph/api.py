@@ -162,7 +162,7 @@ def optimize(
     function called from the block is captured.
     nopython: a graph break is an error (torch.compile's fullgraph).
     guard_export_fn(guards) is called for each new cache entry; guard_fail_fn(failure) when a
-    cached entry's guards fail.
+    cached entry's guards fail, with a GuardFail(reason, orig_code) as torch._dynamo passes.
     """
     _check_backend_argument(backend)
     _check_type("nopython", nopython, bool, "a bool")

@@ -105,7 +105,7 @@ def test_constants_are_folded_into_the_graph():
 def _recompile_reasons(fn, calls):
     reasons = []
     counter = CompileCounter()
-    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(fn)
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: reasons.append(failure.reason))(fn)
     for args in calls:  # not cloned: a clone would lose the strides under test
         assert same(fn(*args), compiled(*args))
     return counter.frame_count, reasons
@@ -141,7 +141,7 @@ def test_module_training_flag_recompiles():
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     reasons = []
     counter = CompileCounter()
-    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(lambda x: model(x))
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: reasons.append(failure.reason))(lambda x: model(x))
     x = torch.randn(2, 4)
     compiled(x)
     model.eval()
@@ -161,7 +161,7 @@ def test_global_change_recompiles():
     global GLOBAL_FACTOR
     reasons = []
     counter = CompileCounter()
-    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(f_global)
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: reasons.append(failure.reason))(f_global)
     x = torch.ones(2)
     try:
         assert torch.equal(compiled(x), x * 2)
@@ -324,7 +324,7 @@ def test_grad_mode_is_guarded():
 
     counter = CompileCounter()
     reasons = []
-    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(f)
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: reasons.append(failure.reason))(f)
     x, w = torch.randn(3), torch.randn(3, requires_grad=True)
     assert compiled(x, w).requires_grad
     with torch.no_grad():

@@ -236,7 +236,7 @@ def test_mark_dynamic_is_dynamic_from_the_first_compile():
 def test_mark_dynamic_bounds_are_guarded():
     counter = CompileCounter()
     failures = []
-    guarded = bytegraph.optimize(counter, guard_fail_fn=failures.append, dynamic=False)(batch)
+    guarded = bytegraph.optimize(counter, guard_fail_fn=lambda failure: failures.append(failure.reason), dynamic=False)(batch)
     for b in (3, 5, 8):
         x = torch.randn(b, 2)
         bytegraph.mark_dynamic(x, 0, min=2, max=8)
@@ -347,7 +347,7 @@ def test_branch_on_a_size_is_guarded_not_a_break():
 
     failures = []
     counter = CompileCounter()
-    compiled = bytegraph.optimize(counter, guard_fail_fn=failures.append, dynamic=True)(branch)
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: failures.append(failure.reason), dynamic=True)(branch)
     for b in (2, 3, 4):
         assert same(branch(torch.ones(b)), compiled(torch.ones(b)))
     assert counter.frame_count == 1
@@ -433,7 +433,7 @@ def test_non_contiguous_input_recompiles():
 
     counter = CompileCounter()
     failures = []
-    compiled = bytegraph.optimize(counter, guard_fail_fn=failures.append, dynamic=True)(f)
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: failures.append(failure.reason), dynamic=True)(f)
     x = torch.randn(3, 4)
     assert same(f(x), compiled(x))
     y = torch.randn(5, 7)[:, :4]  # same rank, stride[0] is 7, not size[1]

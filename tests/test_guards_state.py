@@ -158,7 +158,7 @@ def test_global_state_recompile_reason_names_the_component():
     def f(x):
         return x + 1
 
-    compiled = bytegraph.optimize(CompileCounter(), guard_fail_fn=reasons.append)(f)
+    compiled = bytegraph.optimize(CompileCounter(), guard_fail_fn=lambda failure: reasons.append(failure.reason))(f)
     compiled(X)
     saved = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
@@ -536,7 +536,7 @@ def test_a_tensor_with_other_dispatch_keys_recompiles(query, first, second):
 
 def test_the_dispatch_key_difference_is_the_recompile_reason():
     reasons = []
-    compiled = bytegraph.optimize(CompileCounter(), guard_fail_fn=reasons.append)(lambda x: x + 1)
+    compiled = bytegraph.optimize(CompileCounter(), guard_fail_fn=lambda failure: reasons.append(failure.reason))(lambda x: x + 1)
     compiled(COMPLEX.clone())
     compiled(COMPLEX.conj())
     assert reasons and "conjugate" in reasons[0]
@@ -564,7 +564,7 @@ def test_a_module_made_before_a_break_does_not_recompile_each_call():
     labels = torch.tensor([0, 3])
     counter = CompileCounter()
     reasons = []
-    compiled = bytegraph.optimize(counter, guard_fail_fn=reasons.append)(model)
+    compiled = bytegraph.optimize(counter, guard_fail_fn=lambda failure: reasons.append(failure.reason))(model)
     for _ in range(4):
         assert same(compiled(X, labels), model(X, labels))
     assert counter.frame_count == 2 and reasons == []
@@ -603,3 +603,25 @@ def test_len_of_a_container_from_outside_is_guarded():
 
     check_state_change(build_deque)
     check_state_change(build_bag)
+
+
+def test_forward_hooks_run_in_the_graph_and_their_changes_recompile():
+    class Inner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x) + 1
+
+    def build():
+        torch.manual_seed(0)
+        m = Inner()
+        m.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        m.lin.register_forward_hook(lambda mod, args, out: out - 3)  # on a leaf module
+        m.register_forward_hook(lambda mod, args, kwargs, out: out * kwargs.get("k", 1), with_kwargs=True)
+        return (lambda x: m(x, k=5) if False else m(x)), (lambda f: f(X)), lambda: m.register_forward_hook(
+            lambda mod, args, out: out + 50)
+
+    counter = check_state_change(build)
+    assert counter.op_count >= 5  # the hooks' operations are in the graph, not run around it

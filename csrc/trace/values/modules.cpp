@@ -1,4 +1,5 @@
 // nn.Module instances and Python modules.
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,11 +26,12 @@ const std::vector<std::pair<std::string, py::Ref<>>>& global_hook_dicts() {
   return *dicts;
 }
 
-bool has_hooks(PyObject* module) {
+bool any_hooks(PyObject* module, bool backward_only) {
   for (const auto& [name, hooks] : global_hook_dicts())
-    if (PyObject_Size(hooks.get()) > 0) return true;
-  static const char* names[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
-  for (const char* name : names) {
+    if ((!backward_only || name.find("backward") != std::string::npos) && PyObject_Size(hooks.get()) > 0) return true;
+  static const char* all_names[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
+  static const char* backward_names[] = {"_backward_hooks", "_backward_pre_hooks"};
+  for (const char* name : backward_only ? std::span<const char* const>(backward_names) : std::span<const char* const>(all_names)) {
     py::Ref<> hooks = py::Ref<>::steal(PyObject_GetAttrString(module, name));
     if (!hooks) {
       PyErr_Clear();
@@ -41,6 +43,10 @@ bool has_hooks(PyObject* module) {
   }
   return false;
 }
+
+bool has_hooks(PyObject* module) { return any_hooks(module, false); }
+// Backward hooks wrap the inputs and outputs in BackwardHook nodes the trace cannot make.
+bool has_backward_hooks(PyObject* module) { return any_hooks(module, true); }
 
 bool in_instance_state(PyObject* module, const std::string& name) {
   static const char* dicts[] = {"_parameters", "_buffers", "_modules"};
@@ -153,7 +159,7 @@ void ModuleValue::set_attr(Tracer& tracer, const std::string& name, const ValueP
 }
 
 ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
-  if (has_hooks(module_.get())) unsupported("module_hooks", repr() + " has forward or backward hooks");
+  if (has_backward_hooks(module_.get())) unsupported("module_hooks", repr() + " has backward hooks");
   PyObject* type = (PyObject*)Py_TYPE(module_.get());
   const Bridge& bridge = Bridge::get();
   Args all{shared_from_this()};
@@ -167,6 +173,11 @@ ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
     return tracer.wrap_user_function(call_on_class, call_source)->call(tracer, all, kwargs);
   }
   tracer.guards.add(GuardLog::Kind::Id, call_source, call_on_class);
+  if (has_hooks(module_.get())) {
+    // Forward hooks: torch.nn's own __call__ inlined runs them around forward, reading the
+    // hook dicts (each guarded on its keys and hooks) as it does eagerly.
+    return tracer.wrap_user_function(call_on_class, call_source)->call(tracer, all, kwargs);
+  }
   // Valid while no hook is registered for every module either.
   for (const auto& [name, hooks] : global_hook_dicts())
     tracer.guards.add(GuardLog::Kind::Length, guards::held_source(hooks.copy(), name), nullptr, 0);
