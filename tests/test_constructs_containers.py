@@ -241,3 +241,30 @@ def test_a_classmethod_replaced_on_a_python_dict_class_is_seen():
     Keys.fromkeys = classmethod(lambda cls, keys: cls(zip(keys, keys), extra=1))
     assert torch.equal(compiled(x), x * 3)
     assert counter.frame_count == 2
+
+
+def test_dicts_keyed_by_tensors_from_outside_like_an_optimizer_state():
+    weight, bias = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.zeros(3))
+    state = {weight: {"avg": torch.zeros(3)}, bias: {"avg": torch.zeros(3)}}
+    seen = collections.defaultdict(list)
+
+    def step(lr):
+        for p, s in state.items():
+            s["avg"].mul_(0.5).add_(p)
+            seen[p] = [lr]
+        return seen[weight]
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(step, backend=counter, fullgraph=True)
+    with bytegraph.config.patch(verify_correctness=False):  # it compares against a deep copy
+        for _ in range(3):
+            result = compiled(0.1)
+            assert result == [0.1] and seen[weight] is result
+    assert torch.allclose(state[weight]["avg"], torch.full((3,), 1.75))  # avg = avg / 2 + 1, three times
+    assert list(seen) == [weight, bias]
+    assert counter.frame_count == 2  # the second call finds the keys the first added to `seen`
+    # Another tensor as the key: the dict's key guard sees it is not the same object.
+    state[torch.nn.Parameter(torch.ones(3))] = state.pop(bias)
+    with bytegraph.config.patch(verify_correctness=False):
+        compiled(0.1)
+    assert counter.frame_count == 3

@@ -133,10 +133,17 @@ class SizeMatch final : public LeafGuard {
   Py_ssize_t length_;
 };
 
+// Keys of these kinds are looked up by value; any other key object (a tensor, whose == is
+// elementwise; a class; an instance) is the key the trace read only if it is that object.
+bool keyed_by_value(PyObject* key) {
+  return key == Py_None || PyUnicode_Check(key) || PyLong_Check(key) || PyFloat_Check(key) || PyComplex_Check(key) ||
+         PyBytes_Check(key) || PyTuple_Check(key) || PyFrozenSet_Check(key);
+}
+
 // Same type and equal. Keys are almost always interned strings, so identity usually decides.
 bool same_key(PyObject* got, PyObject* expected) {
   if (got == expected) return true;
-  if (Py_TYPE(got) != Py_TYPE(expected)) return false;
+  if (Py_TYPE(got) != Py_TYPE(expected) || !keyed_by_value(got)) return false;
   int equal = PyObject_RichCompareBool(got, expected, Py_EQ);
   if (equal < 0) throw_python_error();
   return equal == 1;

@@ -333,8 +333,10 @@ void PlanWriter::require_single_reference(const ValuePtr& value) {
                           dynamic_cast<IteratorValue*>(value.get()) != nullptr ||
                           (dynamic_cast<SequenceValue*>(value.get()) != nullptr &&
                            static_cast<SequenceValue&>(*value).is_list());
-  if (is_mutable && !made_here_.insert(value.get()).second)
-    throw NotRestorable{value->repr() + ", which is referenced from two places"};
+  if (is_mutable && !made_here_.insert(value.get()).second) {
+    auto* list = dynamic_cast<SequenceValue*>(value.get());
+    throw NotRestorable{value->repr() + ", which is referenced from two places", list && list->is_list() ? value : nullptr};
+  }
 }
 
 // An iterator over a list stays one: the same list, from the same index, rebuilt from the

@@ -23,6 +23,9 @@ namespace bytegraph::trace {
 // A value generated code cannot rebuild: the frame is not split (or the return fails).
 struct NotRestorable {
   std::string why;
+  // A list made in the trace that a second plan reached: planned again with it shared, the
+  // plans can hold it (PlanWriter::share_list).
+  ValuePtr shared_list = nullptr;
 };
 
 class PlanWriter {

@@ -127,14 +127,23 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   trace_result.code = tracer.shared_code_info(reinterpret_cast<PyFunctionObject*>(function)->func_code);
   std::vector<int> outputs;
   if (result) {
-    try {
-      PlanWriter writer(tracer, frame, outputs);
-      trace_result.output = writer.plan(result);
-      trace_result.side_effects = writer.side_effects();
-      writer.own_cell_effects(trace_result.side_effects);
-      trace_result.new_objects = writer.take_new_objects();
-    } catch (const NotRestorable& error) {
-      unsupported("unsupported_return", "returning " + error.why);
+    // A list made in the trace that two plans reach (returned and stored in a dict) is planned
+    // again as one object made once; each retry shares one more list.
+    std::vector<ValuePtr> shared;
+    for (bool planned = false; !planned;) {
+      try {
+        outputs.clear();
+        PlanWriter writer(tracer, frame, outputs);
+        for (const ValuePtr& list : shared) writer.share_list(list);
+        trace_result.output = writer.plan(result);
+        trace_result.side_effects = writer.side_effects();
+        writer.own_cell_effects(trace_result.side_effects);
+        trace_result.new_objects = writer.take_new_objects();
+        planned = true;
+      } catch (const NotRestorable& error) {
+        if (!error.shared_list || shared.size() >= 64) unsupported("unsupported_return", "returning " + error.why);
+        shared.push_back(error.shared_list);
+      }
     }
   } else {
     const bool introspection = break_info.kind == "frame_introspection";

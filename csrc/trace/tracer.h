@@ -182,6 +182,10 @@ class Tracer {
     ValuePtr value;
   };
   std::vector<ModuleTensor> module_tensors;
+  // The real tensor a value read from outside stands for (an input, a module's parameter or
+  // buffer), or null for tensors the graph makes; and the value standing for a real tensor.
+  PyObject* real_tensor_of(const Value* value) const;
+  ValuePtr value_of_real_tensor(PyObject* real) const;
   // Drops inputs and cached wrappers of nodes at or after `length` (rollback).
   void truncate(size_t length);
 

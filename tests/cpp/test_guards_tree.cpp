@@ -275,5 +275,31 @@ TEST(GuardTree, DictLacksKeyOnTheGlobals) {
   EXPECT_EQ(tree->explain_failure(frame.values()), "G has 'len': expected it absent");
 }
 
+// Strings, numbers and tuples are keys by value; any other key (an instance here, a tensor in
+// an optimizer's state) only as the very object the trace read.
+TEST(GuardTree, DictKeysMatchComparesObjectKeysByIdentity) {
+  py::Ref<> ns = run_python(
+      "class Key:\n"
+      "    def __eq__(self, other): raise AssertionError('compared')\n"
+      "    def __hash__(self): return 1\n"
+      "first, second = Key(), Key()\n"
+      "import types\n"
+      "result = types.SimpleNamespace(d={first: 1, 'a': 2, (1, 2): 3}, first=first, second=second)\n");
+  py::Ref<> dict = check(PyObject_GetAttrString(ns.get(), "d"));
+  py::Ref<> first = check(PyObject_GetAttrString(ns.get(), "first"));
+  py::Ref<> second = check(PyObject_GetAttrString(ns.get(), "second"));
+  py::Ref<> keys = check(Py_BuildValue("(Os(ii))", first.get(), "a", 1, 2));
+  GuardSet set;
+  set.add_dict_keys_match(local_source("d", 0), keys.get());
+  auto tree = set.build();
+  TestFrame frame;
+  frame.slots.push_back(dict.copy());
+  EXPECT_TRUE(tree->check(frame.values()));  // 'a' and (1, 2) equal by value, `first` the same object
+  py::Ref<> other = check(Py_BuildValue("{O:i,s:i,(ii):i}", second.get(), 1, "a", 2, 1, 2, 3));
+  frame.slots[0] = other.copy();
+  EXPECT_FALSE(tree->check(frame.values()));  // another Key: never compared with ==
+  EXPECT_FALSE(PyErr_Occurred());
+}
+
 }  // namespace
 }  // namespace bytegraph::guards

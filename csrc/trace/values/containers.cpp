@@ -238,7 +238,15 @@ std::string DictValue::repr() const {
 }
 
 int DictValue::find(PyObject* key) const {
+  // As dict does: == only between keys of equal hash (a tensor's == is elementwise; its hash
+  // is its identity).
+  const Py_hash_t hash = PyObject_Hash(key);
+  if (hash == -1) throw_python_error();
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].get() == key) return static_cast<int>(i);
+    const Py_hash_t other = PyObject_Hash(keys[i].get());
+    if (other == -1) throw_python_error();
+    if (other != hash) continue;
     int equal = PyObject_RichCompareBool(keys[i].get(), key, Py_EQ);
     check_status(equal);
     if (equal) return static_cast<int>(i);

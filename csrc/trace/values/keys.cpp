@@ -60,6 +60,11 @@ py::Ref<> dict_key(Tracer& tracer, const ValuePtr& item, const char* kind) {
   } else if (PyObject* real = item->real_object(); real && hashed_by_identity(real)) {
     tracer.pin_identity(item);
     key = py::Ref<>::newref(real);
+  } else if (PyObject* tensor = item->is_tensor() ? tracer.real_tensor_of(item.get()) : nullptr) {
+    // A tensor hashes by identity: one read from outside (a parameter keying an optimizer's
+    // state) is that very tensor, pinned by identity; one the graph makes has no object yet.
+    if (item->source()) tracer.guards.add(GuardLog::Kind::Id, item->source(), tensor);
+    key = py::Ref<>::newref(tensor);
   } else if (const char* type = unhashable_type(item)) {
     raise_error("python_error", PyExc_TypeError, std::string("unhashable type: '") + type + "'");
   } else if (auto* object = dynamic_cast<ObjectValue*>(item.get()); object && object->is_frozenset_subclass()) {
@@ -76,6 +81,12 @@ py::Ref<> dict_key(Tracer& tracer, const ValuePtr& item, const char* kind) {
 
 ValuePtr key_value(Tracer& tracer, PyObject* key) {
   if (constant_member(key)) return ConstantValue::make(py::Ref<>::newref(key));
+  if (ValuePtr tensor = tracer.value_of_real_tensor(key)) return tensor;
+  if (PyObject_TypeCheck(key, reinterpret_cast<PyTypeObject*>(tracer.bridge.tensor_type.get()))) {
+    // A tensor key of a dict from outside (an optimizer's state by parameter): that very
+    // tensor, which the dict's key guard pins by identity, read as an input.
+    return tracer.wrap(key, guards::held_source(py::Ref<>::newref(key), "a tensor key"));
+  }
   return tracer.wrap(key, nullptr);  // held by identity (or a tuple holding such), pinned where it was read
 }
 

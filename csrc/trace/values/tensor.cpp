@@ -57,6 +57,22 @@ std::string TensorValue::repr() const {
 
 PyObject* TensorValue::python_type() const { return type_ ? type_.get() : Bridge::get().tensor_type.get(); }
 
+PyObject* Tracer::real_tensor_of(const Value* value) const {
+  for (const auto& input : inputs)
+    if (input.value.get() == value) return input.real.get();
+  for (const auto& known : module_tensors)
+    if (known.value.get() == value) return known.real.get();
+  return nullptr;
+}
+
+ValuePtr Tracer::value_of_real_tensor(PyObject* real) const {
+  for (const auto& input : inputs)
+    if (input.real.get() == real) return input.value;
+  for (const auto& known : module_tensors)
+    if (known.real.get() == real) return known.value;
+  return nullptr;
+}
+
 ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
   if (name == "numpy") return tensor_numpy_method(shared_from_this());
   switch (tensor_attribute_kind(name)) {
@@ -79,11 +95,7 @@ ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
       // An input's .grad is whatever the real tensor holds now (guarded); a tensor made by
       // the graph has none (retain_grad() is a break).
       if (!source()) return ConstantValue::none();
-      PyObject* real = nullptr;
-      for (const auto& input : tracer.inputs)
-        if (input.value.get() == this) real = input.real.get();
-      for (const auto& known : tracer.module_tensors)
-        if (known.value.get() == this) real = known.real.get();
+      PyObject* real = tracer.real_tensor_of(this);
       if (real == nullptr) unsupported("tensor_effect", "Tensor.grad of " + repr());
       py::Ref<> grad = check(PyObject_GetAttrString(real, "grad"));
       guards::SourcePtr grad_source = guards::attr_source(source(), "grad");
