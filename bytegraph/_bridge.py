@@ -275,6 +275,7 @@ _PURE_TORCH_QUERIES = frozenset(id(fn) for fn in (
     torch.are_deterministic_algorithms_enabled, torch.cuda.is_available, torch.cuda.device_count,
     torch.is_autocast_enabled, torch.get_autocast_dtype if hasattr(torch, "get_autocast_dtype") else None,
     torch.backends.mps.is_available, torch.distributed.is_available,
+    torch._C._infer_size,  # the broadcast shape of two sizes: an error, or the same answer each time
 ) if fn is not None)
 
 

@@ -168,3 +168,20 @@ def test_a_union_of_classes_is_made_for_isinstance():
         return x + 1, isinstance(obj, either), isinstance(3, int | None), either
 
     capture(f, torch.ones(1), A(), ops=1)
+
+
+def test_infer_size_of_static_sizes_folds_and_its_errors_are_catchable():
+    def f(x, y):
+        shape = torch._C._infer_size(x.shape[:-1], y.shape[:-1])
+        try:
+            torch._C._infer_size(torch.Size([2, 3]), torch.Size([4, 5]))
+        except RuntimeError as error:
+            message = str(error)
+        return shape, torch.ones(shape), message
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True, dynamic=False)
+    x, y = torch.randn(2, 1, 3), torch.randn(4, 3)
+    result, expected = compiled(x, y), f(x, y)
+    assert type(result[0]) is torch.Size and result[0] == expected[0] and result[2] == expected[2]
+    assert torch.equal(result[1], expected[1]) and counter.frame_count == 1
