@@ -521,7 +521,7 @@ def _classify_by_rules(obj) -> str:
             return "pure_function"
         return "unknown"
     if isinstance(obj, type):
-        if obj.__module__ == "builtins":
+        if obj.__module__ == "builtins" or obj is collections.deque:  # deque: made in a trace
             return "builtin"
         # OrderedDict and defaultdict, C classes, are made in a trace like dict subclasses (their
         # items symbolic).

@@ -6,6 +6,8 @@
     assert counter.frame_count == 1 and counter.op_count == 3
 """
 
+import collections
+
 import torch
 
 from bytegraph import backends
@@ -63,7 +65,7 @@ class CompileCounterWithBackend(CompileCounter):
 def same(ref, res, *, rtol=1e-4, atol=1e-5, equal_nan=True, exact_dtype=True):
     """True when `res` matches `ref`: tensors close (allclose), containers matched item by item.
 
-    Handles tensors, tuples, lists, dicts (same keys), numbers (close), and anything else by ==.
+    Handles tensors, tuples, lists, deques, dicts (same keys), numbers (close), and anything else by ==.
     """
     if isinstance(ref, torch.Tensor):
         if not isinstance(res, torch.Tensor) or ref.shape != res.shape:
@@ -76,6 +78,8 @@ def same(ref, res, *, rtol=1e-4, atol=1e-5, equal_nan=True, exact_dtype=True):
             return bool(torch.equal(ref, res.to(ref.dtype)))
         return bool(torch.allclose(ref, res.to(ref.dtype), rtol=rtol, atol=atol, equal_nan=equal_nan))
     options = dict(rtol=rtol, atol=atol, equal_nan=equal_nan, exact_dtype=exact_dtype)
+    if isinstance(ref, collections.deque):
+        return type(res) is type(ref) and ref.maxlen == res.maxlen and same(list(ref), list(res), **options)
     if isinstance(ref, (tuple, list)):
         return (
             isinstance(res, (tuple, list))

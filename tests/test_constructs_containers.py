@@ -268,3 +268,24 @@ def test_dicts_keyed_by_tensors_from_outside_like_an_optimizer_state():
     with bytegraph.config.patch(verify_correctness=False):
         compiled(0.1)
     assert counter.frame_count == 3
+
+
+def test_deques_made_in_the_trace():
+    def f(a, b):
+        d = collections.deque([a, b])
+        d.append(a + 1)
+        d.extend([a, b])
+        d.insert(0, "first")
+        last = d.pop()
+        d.extendleft(collections.deque([last]))
+        d[2] = "set"
+        d = d.copy()
+        d.append(d.popleft())
+        bounded = collections.deque(range(5), maxlen=3)  # keeps the last three
+        bounded.rotate(1)
+        bounded.appendleft(-1)                           # drops from the right
+        lazy = collections.deque([1])
+        lazy.extendleft(map(lambda z: z + lazy[0], range(3)))  # each step reads what the last added
+        return d, bounded, bounded.maxlen, lazy, len(d), 4 in bounded, bounded.count(4), lazy.index(2)
+
+    capture(f, torch.ones(2), torch.zeros(2), ops=1)

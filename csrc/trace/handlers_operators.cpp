@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bytecode/arguments.h"
+#include "trace/values/deque.h"
 #include "trace/interpreter.h"
 #include "trace/operators.h"
 #include "trace/symbolic.h"
@@ -183,6 +184,10 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   }
   if (auto* attributes = dynamic_cast<InstanceDictValue*>(container.get())) {
     attributes->call_method(tracer, "__setitem__", {key, value}, {});
+    return;
+  }
+  if (auto* deque = dynamic_cast<DequeValue*>(container.get())) {
+    deque->set_item(tracer, key, value);
     return;
   }
   if (container->is_tensor()) {

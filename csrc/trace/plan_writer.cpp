@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trace/symbolic.h"
+#include "trace/values/deque.h"
 #include "trace/values/numpy_array.h"
 
 namespace bytegraph::trace {
@@ -25,6 +26,19 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
       dynamic_cast<PythonModuleValue*>(value.get()) || dynamic_cast<ClassValue*>(value.get()))
     if (PyObject* real = value->real_object()) return OutputPlan::of_constant(real);
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
+  if (auto* deque = dynamic_cast<DequeValue*>(value.get())) {
+    // collections.deque(items, maxlen), made anew.
+    require_single_reference(value);
+    OutputPlan items;
+    items.kind = OutputPlan::Kind::List;
+    items.items = plans_of(deque->storage->items);
+    OutputPlan call;
+    call.kind = OutputPlan::Kind::Call;
+    call.constant = py::Ref<>::newref(deque_type());
+    call.items.push_back(std::move(items));
+    call.items.push_back(plan(deque->maxlen));
+    return call;
+  }
   if (auto* array = dynamic_cast<NumpyArrayValue*>(value.get())) {
     // A graph output made an ndarray again (its tensor's .numpy()).
     OutputPlan call;
@@ -328,7 +342,7 @@ OutputPlan PlanWriter::tensor(const TensorValue& tensor) {
 // Each plan builds a new object: a list, dict, iterator or function made in the frame and
 // reachable twice (two locals, a local and the loop) would become two objects.
 void PlanWriter::require_single_reference(const ValuePtr& value) {
-  const bool is_mutable = dynamic_cast<DictValue*>(value.get()) != nullptr ||
+  const bool is_mutable = dynamic_cast<DictValue*>(value.get()) != nullptr || dynamic_cast<DequeValue*>(value.get()) != nullptr ||
                           dynamic_cast<UserFunctionValue*>(value.get()) != nullptr ||
                           dynamic_cast<IteratorValue*>(value.get()) != nullptr ||
                           (dynamic_cast<SequenceValue*>(value.get()) != nullptr &&

@@ -9,6 +9,7 @@
 #include "python/import.h"
 #include "trace/operators.h"
 #include "trace/values/builtin_iteration.h"
+#include "trace/values/deque.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
 #include "trace/values/length_hint.h"
@@ -97,6 +98,7 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
   if (value->is_constant()) return fold(builtin("len"), {value});
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) return make_int(static_cast<long>(dict->keys.size()));
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) return make_int(static_cast<long>(seq->items.size()));
+  if (auto* deque = dynamic_cast<DequeValue*>(value.get())) return make_int(static_cast<long>(deque->storage->items.size()));
   if (auto* set = dynamic_cast<SetValue*>(value.get())) return make_int(static_cast<long>(set->size()));
   if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
     py::Ref<> ndim = check(PyObject_GetAttrString(tensor->fake(), "ndim"));
@@ -503,6 +505,7 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if ((args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args) && is_dict_fromkeys(function))
     return call_dict_fromkeys(tracer, args);
   if (ValuePtr made = call_subclass_fromkeys(tracer, function, args, kwargs)) return made;
+  if (ValuePtr made = call_deque(tracer, function, args, kwargs)) return made;
   if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
   if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
   if (function == builtin("id")) {
