@@ -286,6 +286,8 @@ def test_deques_made_in_the_trace():
         bounded.appendleft(-1)                           # drops from the right
         lazy = collections.deque([1])
         lazy.extendleft(map(lambda z: z + lazy[0], range(3)))  # each step reads what the last added
-        return d, bounded, bounded.maxlen, lazy, len(d), 4 in bounded, bounded.count(4), lazy.index(2)
+        xs = [1]
+        xs.extend(map(lambda z: z + xs[-1], range(3)))       # list.extend consumes lazily too
+        return xs, d, bounded, bounded.maxlen, lazy, len(d), 4 in bounded, bounded.count(4), lazy.index(2)
 
     capture(f, torch.ones(2), torch.zeros(2), ops=1)

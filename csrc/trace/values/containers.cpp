@@ -54,6 +54,15 @@ class ContainerMethodValue : public Value {
       return ConstantValue::none();
     }
     if (name_ == "extend" && args.size() == 1) {
+      if (args[0]->is_iterator() && !dynamic_cast<IteratorValue*>(args[0].get())) {
+        // A lazy iterator (map, filter, a generator) is consumed one item at a time, each
+        // appended before the next is made: a function reading the list sees the new items.
+        while (ValuePtr item = args[0]->next_item(tracer)) {
+          tracer.will_mutate(self_);
+          seq.items.push_back(item);
+        }
+        return ConstantValue::none();
+      }
       auto items = args[0]->unpack(tracer);
       if (!items) unsupported("unsupported_call", "extend with " + args[0]->repr());
       tracer.will_mutate(self_);
