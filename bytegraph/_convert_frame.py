@@ -74,6 +74,12 @@ def is_internal_code(code):
     return filename.startswith(_PACKAGE_PREFIX) and os.path.basename(filename) not in _USER_MODULES
 
 
+def _run_only_from_now_on(code):
+    """Past its recompile limit: the hook serves this code's calls from the entries it has and
+    runs a miss (and what it calls) unmodified, as torch.compile's RUN_ONLY (until a reset)."""
+    _frame_module().mark_run_only(code)
+
+
 def _never_offer_again(code):
     """Tell the hook to run this code's frames unmodified without asking (until a reset)."""
     hook = frame_hook()
@@ -270,13 +276,14 @@ class FrameConverter:
         reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
         log.warning(
             "bytegraph: %s (%s:%d) has been compiled %d times, the limit (%s); it runs eagerly from now "
-            "on.\nLast guard failure: %s\n%s",
+            "on when no compiled entry matches (and what it calls then is not compiled either)."
+            "\nLast guard failure: %s\n%s",
             code.co_qualname, code.co_filename, code.co_firstlineno, entries,
             f"compile(recompile_limit={limit})" if self.recompile_limit is not None
             else f"config.cache_size_limit = {limit}",
             reasons[0] if reasons else "unknown", _recompile_advice(reasons[0] if reasons else ""),
         )
-        _never_offer_again(code)
+        _run_only_from_now_on(code)
         return False
 
     def _on_graph_break(self, code, error):

@@ -36,6 +36,7 @@ __all__ = [
     "set_callback",
     "get_callback",
     "mark_skip",
+    "mark_run_only",
     "is_skipped",
     "mark_own_code",
     "is_our_code",
@@ -73,6 +74,12 @@ def hooked(callback: Optional[Callback]) -> Iterator[None]:
 def mark_skip(code: CodeType) -> None:
     """Frames of `code` always run unmodified from now on (until reset())."""
     _frame.mark_skip(code)
+
+
+def mark_run_only(code: CodeType) -> None:
+    """Frames of `code` are served by their cache entries only; a miss runs the frame, and the
+    functions it calls, unmodified (a code past its recompile limit; until reset())."""
+    _frame.mark_run_only(code)
 
 
 def is_skipped(code: CodeType) -> bool:

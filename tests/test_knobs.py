@@ -276,3 +276,27 @@ def test_recompile_limit_and_its_message_say_what_to_do(caplog):
     assert "To fix: A Python value it reads keeps changing" in warning
     with pytest.raises(ValueError, match="recompile_limit"):
         bytegraph.compile(scale_by, recompile_limit=0)
+
+
+def _add_inner(x, n):
+    return x + n
+
+
+def _add_outer(x, n):
+    return _add_inner(x + n, n)
+
+
+def test_past_the_recompile_limit_entries_still_serve_and_callees_are_not_compiled():
+    # As torch.compile's RUN_ONLY: a call matching an entry runs it; a miss runs eagerly, and the
+    # functions the eager frame calls are not compiled one by one instead.
+    counter = CompileCounter()
+    compiled = bytegraph.compile(_add_outer, backend=counter, recompile_limit=2, dynamic=False)
+    for n in range(6):
+        assert torch.equal(compiled(torch.ones(2), n), torch.ones(2) + 2 * n)
+    assert counter.frame_count == 2
+    from bytegraph import _frame
+
+    served = _frame.stats()["cache_hits"]
+    assert torch.equal(compiled(torch.ones(2), 1), torch.ones(2) + 2)  # n=1 has an entry
+    assert _frame.stats()["cache_hits"] == served + 1
+    assert counter.frame_count == 2

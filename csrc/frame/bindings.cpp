@@ -101,6 +101,8 @@ void bind_frame(nb::module_& m) {
           "Sets this thread's frame callback (None disables); returns the previous one.");
   sub.def("get_callback", &get_callback);
   sub.def("mark_skip", [](nb::handle code) { frame::mark_skip(as_code(code)); }, nb::arg("code"));
+  sub.def("mark_run_only", [](nb::handle code) { frame::mark_run_only(as_code(code)); }, nb::arg("code"),
+          "Past its recompile limit: its entries still serve calls, nothing more is compiled in them.");
   sub.def("is_skipped", [](nb::handle code) {
     CodeCache* cache = CodeCache::find(as_code(code));
     return cache != nullptr && cache->skipped();

@@ -93,6 +93,7 @@ bool is_own_code(PyCodeObject* code) {
 }
 
 void mark_skip(PyCodeObject* code) { CodeCache::ensure(code).set_skipped(true); }
+void mark_run_only(PyCodeObject* code) { CodeCache::ensure(code).set_run_only(true); }
 
 size_t reset_all_caches() {
   // Collect first, destroy after: dropping an entry can free code objects (and so remove
@@ -105,6 +106,7 @@ size_t reset_all_caches() {
   for (CodeCache* cache : caches) {
     cache->clear_entries();
     cache->set_skipped(false);
+    cache->set_run_only(false);
   }
   size_t count = dying.size();
   dying.clear();

@@ -39,6 +39,11 @@ class CodeCache {
 
   bool skipped() const { return skip_; }
   void set_skipped(bool skip) { skip_ = skip; }
+  // Past its recompile limit: calls are served by the entries it has, a miss runs the frame
+  // unmodified, and the functions it calls then are not compiled either (torch.compile's
+  // RUN_ONLY).
+  bool run_only() const { return run_only_; }
+  void set_run_only(bool run_only) { run_only_ = run_only; }
   bool is_own_code() const { return own_code_; }
   void set_own_code() { own_code_ = true; }
   bool failure_logged() const { return failure_logged_; }
@@ -55,6 +60,7 @@ class CodeCache {
   std::vector<std::shared_ptr<CacheEntry>> entries_;
   std::uint64_t misses_ = 0;
   bool skip_ = false;
+  bool run_only_ = false;
   bool own_code_ = false;
   bool failure_logged_ = false;
 };
@@ -64,6 +70,7 @@ void init_code_cache();
 void mark_own_code(PyCodeObject* code);  // throws PythonError
 bool is_own_code(PyCodeObject* code);    // never raises
 void mark_skip(PyCodeObject* code);      // throws PythonError
+void mark_run_only(PyCodeObject* code);  // throws PythonError
 // Drops every entry of every code object that has a cache; marks stay. Returns how many
 // entries were dropped.
 size_t reset_all_caches();

@@ -62,7 +62,9 @@ std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameV
     }
   }
   g_stats.cache_misses++;
-  CodeCache::ensure(view.code()).count_miss();
+  CodeCache& cache = CodeCache::ensure(view.code());
+  cache.count_miss();
+  if (state.run_only > 0 || cache.run_only()) return nullptr;  // no compiling here
   // Held locally: the callback may replace this thread's compiler while it runs.
   std::shared_ptr<FrameCompiler> compiler = state.compiler;
   std::optional<CompiledFrame> compiled = compiler->on_cache_miss(view);
@@ -187,7 +189,15 @@ PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int th
       return nullptr;
     }
   }
-  if (!entry) return evaluate_default(tstate, frame, throw_flag);
+  if (!entry) {
+    CodeCache* cache = CodeCache::find(code);
+    if (cache != nullptr && cache->run_only()) {
+      // Past its recompile limit: what this frame calls is not compiled either.
+      RunOnlyScope run_only(*state);
+      return evaluate_default(tstate, frame, throw_flag);
+    }
+    return evaluate_default(tstate, frame, throw_flag);
+  }
   PyObject* result = call_entry(*entry, view);
   py::shim::finish_replaced_frame(tstate, frame);
   return result;

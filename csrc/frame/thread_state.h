@@ -21,6 +21,7 @@ struct ThreadHookState {
   std::shared_ptr<FrameCompiler> compiler;  // null: disabled on this thread
   py::Ref<> handle;  // what Python passed to set_callback (returned as "previous")
   int busy = 0;      // > 0: bytegraph itself is running on this thread
+  int run_only = 0;  // > 0: inside a frame past its recompile limit: serve caches, compile nothing
 };
 
 // This thread's state, or null if it never enabled the hook. Hot path, never raises.
@@ -43,6 +44,18 @@ class HookSuspension {
   ~HookSuspension() { state_.busy--; }
   HookSuspension(const HookSuspension&) = delete;
   HookSuspension& operator=(const HookSuspension&) = delete;
+
+ private:
+  ThreadHookState& state_;
+};
+
+// Marks this thread as inside a run-only frame while alive (see ThreadHookState::run_only).
+class RunOnlyScope {
+ public:
+  explicit RunOnlyScope(ThreadHookState& state) : state_(state) { state_.run_only++; }
+  ~RunOnlyScope() { state_.run_only--; }
+  RunOnlyScope(const RunOnlyScope&) = delete;
+  RunOnlyScope& operator=(const RunOnlyScope&) = delete;
 
  private:
   ThreadHookState& state_;
