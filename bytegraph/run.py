@@ -12,7 +12,7 @@ routing torch.compile's entry points in this process to bytegraph, with the same
 | torch.compiler.disable / torch._dynamo.disable     | bytegraph.disable           |
 | torch.compiler.allow_in_graph, torch._dynamo.allow_in_graph / disallow_in_graph | bytegraph's |
 | torch.compiler.is_compiling, torch._dynamo.is_compiling | bytegraph.is_compiling |
-| torch._dynamo.OptimizedModule, torch._dynamo.eval_frame.OptimizedModule (isinstance checks) | bytegraph.OptimizedModule |
+| torch._dynamo.OptimizedModule (isinstance checks; not eval_frame's, which torch's export reads) | bytegraph.OptimizedModule |
 | torch.compiler.set_stance                          | bytegraph.set_stance        |
 | torch._dynamo.config.recompile_limit, automatic_dynamic_shapes, assume_static_by_default, capture_scalar_outputs, suppress_errors, verbose, error_on_recompile, accumulated_recompile_limit | read by bytegraph.config (cache_size_limit, accumulated_cache_size_limit, the others by their names) |
 
@@ -120,10 +120,9 @@ class Routing:
             (torch.compiler, "is_compiling", bytegraph.is_compiling),
             (torch._dynamo, "is_compiling", bytegraph.is_compiling),
             (torch.compiler, "set_stance", bytegraph.set_stance),
-            # What `isinstance(m, torch._dynamo.eval_frame.OptimizedModule)` (transformers'
-            # is_compiled_module, unwrapping helpers) reads at call time.
+            # What `isinstance(m, torch._dynamo.OptimizedModule)` reads at call time. Not
+            # torch._dynamo.eval_frame's own global: torch's export and its contexts check it.
             (torch._dynamo, "OptimizedModule", bytegraph.OptimizedModule),
-            (torch._dynamo.eval_frame, "OptimizedModule", bytegraph.OptimizedModule),
         ]
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replacements]
         for owner, name, replacement in replacements:
