@@ -291,3 +291,41 @@ def test_deques_made_in_the_trace():
         return xs, d, bounded, bounded.maxlen, lazy, len(d), 4 in bounded, bounded.count(4), lazy.index(2)
 
     capture(f, torch.ones(2), torch.zeros(2), ops=1)
+
+
+def test_list_slice_assignment_deletion_and_repetition():
+    def f(x, n):
+        xs = [x, x + 1, x + 2, x + 3]
+        xs[1:3] = [x * 2]                       # shrinks
+        xs[::2] = (x - 1, x - 2)                # extended slice of equal length
+        xs[len(xs):] = map(lambda t: t * 3, [x])  # any iterable, appended
+        del xs[::2]
+        xs[-1] = x / 2
+        ys = 3 * [x] + [n] * 2                  # repetition either way round
+        zs = list(range(6))
+        del zs[1:n]
+        zs[n] = x.sum()
+        return xs, ys, zs
+
+    capture(f, torch.ones(3), 2, ops=9)
+
+
+def test_list_assignment_errors_are_cpythons():
+    def f(x):
+        xs = [x, x]
+        try:
+            xs[::2] = [x, x, x]
+        except ValueError as error:
+            message = str(error)
+        try:
+            xs[5] = x
+        except IndexError:
+            x = x + 1
+        try:
+            (x, x)[0] = 1
+        except TypeError as error:
+            message += str(error)
+        return x, message
+
+    result, _ = capture(f, torch.ones(2), ops=1)
+    assert "extended slice of size 1" in result[1] and "'tuple' object does not support item assignment" in result[1]

@@ -10,6 +10,7 @@
 #include "trace/values/instance_dict.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/keys.h"
+#include "trace/values/list_methods.h"
 
 namespace bytegraph::trace {
 
@@ -76,8 +77,6 @@ PyObject* compare_function(const Instruction& inst) {
   if (found == names.end()) unsupported("unsupported_operator", "comparison " + symbol);
   return operator_function(found->second);
 }
-
-ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
 
 // == on a value of this kind is identity: its class compares as object does (a constant's
 // own == answers NotImplemented for objects of other kinds, which falls back to identity).
@@ -158,18 +157,20 @@ void binary_slice(Tracer& tracer, FrameState& frame, const Instruction&) {
   frame.push(container->get_item(tracer, ConstantValue::make(std::move(slice))));
 }
 
+// The name CPython's messages give the value's class (tp_name).
+std::string type_name(const Value& value) {
+  PyObject* type = value.python_type();
+  return type && PyType_Check(type) ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "tuple";
+}
+
 void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr key = frame.pop();
   ValuePtr container = frame.pop();
   ValuePtr value = frame.pop();
   if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
-    if (!seq->is_list() || !key->is_constant() || !PyLong_Check(key->constant()))
-      unsupported("unsupported_subscript", "assigning " + container->repr() + "[" + key->repr() + "]");
-    long index = PyLong_AsLong(key->constant());
-    if (index < 0) index += static_cast<long>(seq->items.size());
-    if (index < 0 || index >= static_cast<long>(seq->items.size())) raise_error("index_error", PyExc_IndexError, "list assignment index out of range");
-    tracer.will_mutate(container);
-    seq->items[index] = value;
+    if (!seq->is_list())
+      raise_error("python_error", PyExc_TypeError, "'" + type_name(*container) + "' object does not support item assignment");
+    assign_list_item(tracer, container, key, value);
     return;
   }
   if (auto* dict = dynamic_cast<DictValue*>(container.get())) {
@@ -203,15 +204,8 @@ void delete_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr key = frame.pop();
   ValuePtr container = frame.pop();
   if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
-    if (!seq->is_list()) raise_error("python_error", PyExc_TypeError, "'tuple' object doesn't support item deletion");
-    if (!key->is_constant() || !PyLong_Check(key->constant()))
-      unsupported("unsupported_subscript", "deleting " + container->repr() + "[" + key->repr() + "]");
-    long index = PyLong_AsLong(key->constant());
-    if (index < 0) index += static_cast<long>(seq->items.size());
-    if (index < 0 || index >= static_cast<long>(seq->items.size()))
-      raise_error("index_error", PyExc_IndexError, "list assignment index out of range");
-    tracer.will_mutate(container);
-    seq->items.erase(seq->items.begin() + index);
+    if (!seq->is_list()) raise_error("python_error", PyExc_TypeError, "'" + type_name(*container) + "' object doesn't support item deletion");
+    assign_list_item(tracer, container, key, nullptr);
     return;
   }
   if (dynamic_cast<DictValue*>(container.get())) {

@@ -29,6 +29,7 @@ const HandlerTable& handlers() {
     register_stack_handlers(t);
     register_operator_handlers(t);
     register_container_handlers(t);
+    register_match_handlers(t);
     register_control_handlers(t);
     register_call_handlers(t);
     register_import_handlers(t);

@@ -36,6 +36,7 @@ const char* opcode_name(int opcode);
 void register_stack_handlers(HandlerTable& table);
 void register_operator_handlers(HandlerTable& table);
 void register_container_handlers(HandlerTable& table);
+void register_match_handlers(HandlerTable& table);
 void register_control_handlers(HandlerTable& table);
 void register_call_handlers(HandlerTable& table);
 void register_import_handlers(HandlerTable& table);

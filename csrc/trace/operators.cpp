@@ -230,13 +230,22 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
     return sized_like(std::make_shared<SequenceValue>(left->is_list(), std::move(items)), left, right);
   }
   bool mul = function == operator_function("mul");
-  if (mul && left && operands[1]->is_constant() && PyLong_Check(operands[1]->constant())) {
-    long times = PyLong_AsLong(operands[1]->constant());
-    Args items;
-    for (long i = 0; i < times; ++i) items.insert(items.end(), left->items.begin(), left->items.end());
-    return sized_like(std::make_shared<SequenceValue>(left->is_list(), std::move(items)), left, nullptr);
+  if (!mul || operands.size() != 2) return nullptr;
+  // `xs * n` and `n * xs` repeat the items (n is specialised when symbolic).
+  auto* repeated = dynamic_cast<SequenceValue*>(operands[0].get());
+  ValuePtr count = operands[1];
+  if (!repeated) {
+    repeated = dynamic_cast<SequenceValue*>(operands[1].get());
+    count = operands[0];
   }
-  return nullptr;
+  if (!repeated) return nullptr;
+  if (!count->is_constant()) count = concrete_key(tracer, count, "repeating a list or tuple needs a concrete count");
+  if (!count->is_constant() || !PyLong_Check(count->constant())) return nullptr;
+  long times = PyLong_AsLong(count->constant());
+  if (times == -1 && PyErr_Occurred()) throw_python_error();
+  Args items;
+  for (long i = 0; i < times; ++i) items.insert(items.end(), repeated->items.begin(), repeated->items.end());
+  return sized_like(std::make_shared<SequenceValue>(repeated->is_list(), std::move(items)), repeated, nullptr);
 }
 
 }  // namespace

@@ -115,6 +115,9 @@ class ConstantValue : public Value {
   py::Ref<> object_;
 };
 
+// The constant True or False.
+ValuePtr make_bool(bool value);
+
 // ---- tensors --------------------------------------------------------------------------
 class TensorValue : public Value {
  public:

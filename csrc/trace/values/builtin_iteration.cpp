@@ -19,8 +19,6 @@ PyObject* builtin(const char* name) { return builtin_object(name); }
 
 bool is(PyObject* function, const char* name) { return function == builtin(name); }
 
-ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
-
 // The items of an iterable argument (generators and lazy iterators consumed).
 Args items_of(Tracer& tracer, const ValuePtr& iterable, const char* what) {
   if (iterable->is_iterator() && !dynamic_cast<IteratorValue*>(iterable.get())) return drain(tracer, *iterable);

@@ -58,8 +58,6 @@ bool is_pure_module_function(PyObject* function) {
 }
 
 ValuePtr make_int(long value) { return ConstantValue::make(check(PyLong_FromLong(value))); }
-ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
-
 Args unpack_or_fail(Tracer& tracer, const ValuePtr& value, const char* what) {
   auto items = value->unpack(tracer);
   if (!items) unsupported("unsupported_call", std::string(what) + " of " + value->repr());

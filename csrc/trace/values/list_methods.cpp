@@ -2,6 +2,7 @@
 #include "trace/values/list_methods.h"
 
 #include "python/import.h"
+#include "trace/symbolic.h"
 #include "trace/operators.h"
 #include "trace/values/exceptions.h"
 
@@ -37,6 +38,49 @@ Args sort_items(Tracer& tracer, const Args& items, const ValuePtr& key, bool rev
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order.get()); ++i)
     result.push_back(items[PyLong_AsSsize_t(PyList_GET_ITEM(order.get(), i))]);
   return result;
+}
+
+namespace {
+
+py::Ref<> index_range(Py_ssize_t start, Py_ssize_t count) {
+  py::Ref<> indices = check(PyList_New(count));
+  for (Py_ssize_t i = 0; i < count; ++i) PyList_SET_ITEM(indices.get(), i, check(PyLong_FromSsize_t(start + i)).release());
+  return indices;
+}
+
+}  // namespace
+
+void assign_list_item(Tracer& tracer, const ValuePtr& list, const ValuePtr& symbolic_key, const ValuePtr& value) {
+  auto& seq = dynamic_cast<SequenceValue&>(*list);
+  ValuePtr key = concrete_key(tracer, symbolic_key, "assigning an item of a list needs a concrete index");
+  if (!key->is_constant()) unsupported("unsupported_subscript", "assigning " + list->repr() + "[" + key->repr() + "]");
+  // The assignment runs for real on a list of the items' positions; what it leaves maps back
+  // to the items (old positions) and the new values (positions past the end).
+  const auto size = static_cast<Py_ssize_t>(seq.items.size());
+  py::Ref<> positions = index_range(0, size);
+  Args assigned;
+  int status;
+  if (value == nullptr) {
+    status = PyObject_DelItem(positions.get(), key->constant());
+  } else if (PySlice_Check(key->constant())) {
+    auto items = value->unpack(tracer);
+    if (!items) unsupported("unsupported_subscript", "assigning the items of " + value->repr() + " to a slice of a list");
+    assigned = *items;
+    py::Ref<> replacement = index_range(size, static_cast<Py_ssize_t>(assigned.size()));
+    status = PyObject_SetItem(positions.get(), key->constant(), replacement.get());
+  } else {
+    assigned = {value};
+    py::Ref<> position = check(PyLong_FromSsize_t(size));
+    status = PyObject_SetItem(positions.get(), key->constant(), position.get());
+  }
+  if (status < 0) raise_folded_error(PythonError::fetch(), "list assignment");
+  Args result;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(positions.get()); ++i) {
+    Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(positions.get(), i));
+    result.push_back(at < size ? seq.items[at] : assigned[at - size]);
+  }
+  tracer.will_mutate(list);
+  seq.items = std::move(result);
 }
 
 ValuePtr call_list_method(Tracer& tracer, const std::shared_ptr<SequenceValue>& list, const std::string& name,

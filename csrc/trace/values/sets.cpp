@@ -110,7 +110,6 @@ int comparison(PyObject* function) {
   return -1;
 }
 
-ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
 
 // The set algebra and comparisons behind a set's special methods, as the operator functions
 // that set_operator applies.

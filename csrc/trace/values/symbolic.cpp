@@ -40,8 +40,6 @@ struct SymBridge {
 
 py::Ref<> text(const std::string& value) { return check(PyUnicode_FromString(value.c_str())); }
 
-ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
-
 bool is_sym(const ValuePtr& value) { return dynamic_cast<SymNumberValue*>(value.get()) != nullptr; }
 
 // A constant int, float or bool: what arithmetic with a symbolic number accepts.
