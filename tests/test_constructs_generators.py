@@ -199,3 +199,94 @@ def test_a_stop_iteration_leaving_a_generator_becomes_a_runtime_error():
             return x + 1, str(e), type(e.__cause__).__name__
 
     capture(f, torch.randn(2), ops=1)
+
+
+def _returned_whole(fn, *args):
+    """`fn` compiled whole; its result (an iterator, or a tuple holding some) consumed and compared
+    with eager's on two calls; the types match (a map stays a map, a generator a generator)."""
+    from bytegraph.testing import CompileCounter, same
+
+    def consumed(result):
+        items = result if isinstance(result, tuple) else (result,)
+        return [(type(item), list(item)) if hasattr(item, "__next__") else (type(item), item) for item in items]
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter, fullgraph=True)
+    with bytegraph.config.patch(verify_correctness=False):
+        for _ in range(2):
+            expected, actual = consumed(fn(*args)), consumed(compiled(*args))
+            assert [t for t, _ in expected] == [t for t, _ in actual]
+            assert same([v for _, v in expected], [v for _, v in actual])
+    assert counter.frame_count == 1
+    return counter
+
+
+def test_returned_map_filter_zip_and_enumerate_stay_lazy_iterators():
+    def f(x):
+        m = map(lambda a: a * 2, [x, x + 1, x + 2])
+        first = next(m)                          # one call in the trace, two left for the caller
+        pairs = zip([1, 2, 3], map(lambda v: v + 1, [4, 5, 6]))
+        kept = filter(lambda p: p[0] + p[1] < 8, zip([1, 2, 3], [1, 2, 3]))
+        numbered = enumerate(map(lambda v: v, (x, x)), start=5)
+        next(numbered)
+        return m, pairs, kept, numbered, first.sum()
+
+    _returned_whole(f, torch.ones(2))
+
+
+def _whoo(t, k=1):
+    yield t + k
+    yield t * k
+
+
+def test_returned_generators_not_started_are_made_by_calling_again():
+    def f(t):
+        g1, g2 = _whoo(t), _whoo(t + 1, k=3)
+        gen_expr = (v * 2 for v in [t, t])
+        return (g1, g2, gen_expr)[0], g2, gen_expr, t.sin()
+
+    _returned_whole(f, torch.randn(2))
+
+
+def test_a_returned_generator_runs_its_body_when_the_caller_iterates():
+    seen = []
+
+    def noting(t):
+        seen.append("started")
+        yield t + 1
+
+    def f(t):
+        return noting(t), t * 2
+
+    gen, _ = bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+    assert seen == [] and type(gen).__name__ == "generator"
+    assert torch.equal(next(gen), torch.ones(2) + 1) and seen == ["started"]
+
+
+def test_a_generator_that_has_run_is_not_returned_compiled():
+    def whoo(t):
+        yield t + 1
+        yield t + 2
+
+    def f(t):
+        gen = whoo(t)
+        next(gen)
+        return gen
+
+    with bytegraph.config.patch(verify_correctness=False):
+        with pytest.raises(bytegraph.exc.GraphBreakError, match="which has run"):
+            bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+        gen = bytegraph.compile(f, backend="eager")(torch.ones(2))
+    assert torch.equal(next(gen), torch.ones(2) + 2)
+
+
+def test_an_iterator_reached_twice_is_made_once():
+    def f(x):
+        it = iter([x, x + 1, x + 2])
+        m = map(lambda v: v * 2, it)
+        return m, it
+
+    with bytegraph.config.patch(verify_correctness=False):
+        m, it = bytegraph.compile(f, backend="eager")(torch.ones(2))
+    assert torch.equal(next(it), torch.ones(2))  # the map and `it` share the one iterator
+    assert torch.equal(next(m), (torch.ones(2) + 1) * 2)

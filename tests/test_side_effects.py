@@ -141,6 +141,25 @@ def test_a_global_assigned_in_the_trace_is_seen_after_and_written_back():
         globals().update(STEP=0, SCALE=2.0)
 
 
+def test_deleting_a_global_raises_name_error_where_it_is_absent_and_recompiles_when_it_appears():
+    def f(x):
+        global _DELETED
+        try:
+            del _DELETED
+        except NameError:
+            return x - 1
+        return x + 1
+
+    cf, counter = compiled_with_counter(f)
+    with bytegraph.config.patch(verify_correctness=False):  # the global is deleted once per call
+        assert torch.equal(cf(torch.ones(2)), torch.zeros(2))
+        assert torch.equal(cf(torch.ones(2)), torch.zeros(2))
+        assert counter.frame_count == 1
+        globals()["_DELETED"] = 3
+        assert torch.equal(cf(torch.ones(2)), torch.full((2,), 2.0))
+        assert "_DELETED" not in globals() and counter.frame_count == 2
+
+
 def test_a_global_of_another_module_written_by_an_inlined_helper():
     import _trace_other_module as other
 

@@ -167,3 +167,46 @@ def test_grad_mode_set_by_set_grad_enabled_calls_holds_after_the_call(backend):
         assert same(result, expected)
         assert [t.requires_grad for t in result] == [t.requires_grad for t in expected] == [False, True, False]
     assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("decorate", [
+    lambda mode, fn: mode()(fn),                # torch.no_grad()(fn)
+    lambda mode, fn: mode(fn),                  # torch.no_grad(fn)
+], ids=["instance", "class"])
+@pytest.mark.parametrize("mode,inverse", [(torch.no_grad, torch.enable_grad), (torch.enable_grad, torch.no_grad)],
+                         ids=["no_grad", "enable_grad"])
+def test_grad_mode_decorators_made_in_the_frame(decorate, mode, inverse):
+    def f(x):
+        def inner(v):
+            return v.sin()
+
+        with inverse():
+            wrapped = decorate(mode, inner)
+            outside = torch.is_grad_enabled()       # making the wrapper changes no mode
+        with inverse():
+            inside = wrapped(x)
+        return inside, outside, wrapped
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(3, requires_grad=True)
+    for _ in range(2):
+        expected, actual = f(x), compiled(x)
+        assert same(expected[:2], actual[:2])
+        assert expected[0].requires_grad == actual[0].requires_grad
+        # The returned wrapper is torch's own again: calling it switches the mode as eager's does.
+        with inverse():
+            assert expected[2](x).requires_grad == actual[2](x).requires_grad
+    assert counter.frame_count == 1
+    assert torch.is_grad_enabled()
+
+
+def test_a_generator_function_decorated_by_a_grad_mode_is_not_inlined():
+    def f(x):
+        def gen(v):
+            yield v.sin()
+
+        return list(torch.no_grad()(gen)(x))
+
+    with pytest.raises(bytegraph.exc.GraphBreakError, match="generator function decorated"):
+        bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2, requires_grad=True))

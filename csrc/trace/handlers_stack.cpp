@@ -2,6 +2,7 @@
 #include "bytecode/arguments.h"
 #include "bytecode/decode.h"
 #include "trace/interpreter.h"
+#include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
 
@@ -191,9 +192,28 @@ void store_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   tracer.side_effects.write_global(frame.globals.get(), name_of(inst), frame.pop());
 }
 
+// `del name` of a global: a NameError where the name is not there (absent from the dict, or
+// deleted earlier in the trace), which is guarded either way.
 void delete_global(Tracer& tracer, FrameState& frame, const Instruction& inst) {
-  if (!frame.root_globals && !frame.globals_source) unsupported("side_effect", "deleting the global '" + name_of(inst) + "'");
-  tracer.side_effects.write_global(frame.globals.get(), name_of(inst), nullptr);
+  const std::string name = name_of(inst);
+  if (!frame.root_globals && !frame.globals_source) unsupported("side_effect", "deleting the global '" + name + "'");
+  const std::string missing = "name '" + name + "' is not defined";
+  if (const SideEffects::GlobalWrite* written = tracer.side_effects.global_written(frame.globals.get(), name)) {
+    if (!written->value) raise_error("name_error", PyExc_NameError, missing);
+  } else {
+    PyObject* real = PyDict_GetItemWithError(frame.globals.get(), inst.argval.get());  // borrowed
+    if (real == nullptr && PyErr_Occurred()) throw_python_error();
+    if (real == nullptr) {
+      tracer.guards.add(GuardLog::Kind::LacksKey, frame.root_globals ? guards::globals_dict_source() : frame.globals_source,
+                        inst.argval.get());
+      raise_error("name_error", PyExc_NameError, missing);
+    }
+    // Any guard on the global also says it is there.
+    tracer.guards.add(GuardLog::Kind::Type,
+                      frame.root_globals ? guards::global_source(name) : guards::item_source(frame.globals_source, inst.argval.copy()),
+                      (PyObject*)Py_TYPE(real));
+  }
+  tracer.side_effects.write_global(frame.globals.get(), name, nullptr);
 }
 
 void delete_attr(Tracer& tracer, FrameState& frame, const Instruction& inst) {

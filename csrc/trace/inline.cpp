@@ -108,7 +108,7 @@ ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args
   bind_arguments(info, function, args, kwargs, child.locals);
   // Calling a generator function (genexprs included) runs none of its body: the generator
   // runs a step at a time as its consumer asks for items.
-  if (info.flags & CO_GENERATOR) return make_generator(*this, std::move(child), function.name);
+  if (info.flags & CO_GENERATOR) return make_generator(*this, std::move(child), function, args, kwargs);
   ++inline_depth_;
   struct Depth {
     int& depth;

@@ -49,6 +49,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   }
   if (shared_lists_.count(value.get())) return new_list(static_cast<const SequenceValue&>(*value));
   require_single_reference(value);
+  if (auto made = value->remake(*this)) return std::move(*made);
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
     OutputPlan plan;
     plan.items = plans_of(seq->items);
@@ -343,14 +344,62 @@ OutputPlan PlanWriter::tensor(const TensorValue& tensor) {
 // reachable twice (two locals, a local and the loop) would become two objects.
 void PlanWriter::require_single_reference(const ValuePtr& value) {
   const bool is_mutable = dynamic_cast<DictValue*>(value.get()) != nullptr || dynamic_cast<DequeValue*>(value.get()) != nullptr ||
-                          dynamic_cast<UserFunctionValue*>(value.get()) != nullptr ||
-                          dynamic_cast<IteratorValue*>(value.get()) != nullptr ||
+                          dynamic_cast<UserFunctionValue*>(value.get()) != nullptr || value->is_iterator() ||
                           (dynamic_cast<SequenceValue*>(value.get()) != nullptr &&
                            static_cast<SequenceValue&>(*value).is_list());
   if (is_mutable && !made_here_.insert(value.get()).second) {
     auto* list = dynamic_cast<SequenceValue*>(value.get());
     throw NotRestorable{value->repr() + ", which is referenced from two places", list && list->is_list() ? value : nullptr};
   }
+}
+
+namespace {
+
+// call_with(function, args, kwargs) -> function(*args, **kwargs): a call whose callable is
+// itself rebuilt (a generator function made in the frame).
+PyObject* call_with(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyTuple_Check(args[1]) || !PyDict_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "call_with(function, args, kwargs)");
+    return nullptr;
+  }
+  return PyObject_Call(args[0], args[1], args[2]);
+}
+
+PyObject* call_with_function() {
+  static PyMethodDef definition = {"call_with", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(call_with)),
+                                   METH_FASTCALL, "function(*args, **kwargs)."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
+}  // namespace
+
+OutputPlan PlanWriter::call(PyObject* callable, const Args& arguments) {
+  OutputPlan result;
+  result.kind = OutputPlan::Kind::Call;
+  result.constant = py::Ref<>::newref(callable);
+  result.items = plans_of(arguments);
+  return result;
+}
+
+OutputPlan PlanWriter::call(const ValuePtr& function, const Args& arguments, const KwArgs& keywords) {
+  OutputPlan positional;
+  positional.kind = OutputPlan::Kind::Tuple;
+  positional.items = plans_of(arguments);
+  OutputPlan named;
+  named.kind = OutputPlan::Kind::Dict;
+  named.keys = check(PyTuple_New(static_cast<Py_ssize_t>(keywords.size())));
+  for (size_t i = 0; i < keywords.size(); ++i) {
+    PyTuple_SET_ITEM(named.keys.get(), static_cast<Py_ssize_t>(i), check(PyUnicode_FromString(keywords[i].first.c_str())).release());
+    named.items.push_back(plan(keywords[i].second));
+  }
+  OutputPlan result;
+  result.kind = OutputPlan::Kind::Call;
+  result.constant = py::Ref<>::newref(call_with_function());
+  result.items.push_back(plan(function));
+  result.items.push_back(std::move(positional));
+  result.items.push_back(std::move(named));
+  return result;
 }
 
 // An iterator over a list stays one: the same list, from the same index, rebuilt from the

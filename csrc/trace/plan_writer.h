@@ -36,6 +36,10 @@ class PlanWriter {
 
   // Throws NotRestorable.
   codegen::OutputPlan plan(const ValuePtr& value);
+  // `function(*arguments, **keywords)` at run time, each part planned (Value::remake's calls).
+  codegen::OutputPlan call(const ValuePtr& function, const Args& arguments, const KwArgs& keywords = {});
+  // `callable(*arguments)` for a callable that is the same object every run (map, zip).
+  codegen::OutputPlan call(PyObject* callable, const Args& arguments);
   // A list made in the trace that more than one plan may refer to (a loop's iterator and a
   // local): generated code makes it once, as a new object, so it stays one list.
   void share_list(const ValuePtr& list) { shared_lists_.insert(list.get()); }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/output_plan.h"
 #include "graph/graph.h"
 #include "guards/source.h"
 #include "python/errors.h"
@@ -23,6 +24,7 @@
 namespace bytegraph::trace {
 
 class Tracer;
+class PlanWriter;
 class Value;
 class SetValue;
 using ValuePtr = std::shared_ptr<Value>;
@@ -71,6 +73,10 @@ class Value : public std::enable_shared_from_this<Value> {
   // For mutable kinds the journal has no record of its own for (sets, generators): what puts
   // the value's current state back on rollback; null for immutable kinds.
   virtual std::function<void()> saved_state() { return nullptr; }
+  // How generated code makes this value again after the graph, for a kind that knows it (a
+  // lazy iterator, an unstarted generator); nullopt leaves it to PlanWriter's rules. Throws
+  // NotRestorable where the kind knows it cannot be made again.
+  virtual std::optional<codegen::OutputPlan> remake(PlanWriter& writer);
 
  private:
   guards::SourcePtr source_;

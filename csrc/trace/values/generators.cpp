@@ -1,5 +1,6 @@
 // Generators run a step at a time: see values/generators.h.
 #include "trace/values/generators.h"
+#include "trace/plan_writer.h"
 
 #include "bytecode/opcodes.h"
 #include "trace/interpreter.h"
@@ -17,9 +18,11 @@ constexpr size_t kMaxItems = 10000;
 
 }  // namespace
 
-ValuePtr make_generator(Tracer& tracer, FrameState frame, const std::string& name) {
+ValuePtr make_generator(Tracer& tracer, FrameState frame, const UserFunctionValue& function, const Args& args,
+                        const KwArgs& kwargs) {
   frame.generator = true;
-  auto generator = std::make_shared<GeneratorValue>(std::move(frame), name);
+  auto generator = std::make_shared<GeneratorValue>(std::move(frame), function.name);
+  if (auto owner = std::const_pointer_cast<Value>(function.weak_from_this().lock())) generator->made_by(owner, args, kwargs);
   std::weak_ptr<GeneratorValue> weak = generator;
   tracer.at_end.push_back([weak] {
     if (auto alive = weak.lock()) alive->release();
@@ -96,6 +99,10 @@ class GeneratorMethodValue : public Value {
       : generator_(std::move(generator)), name_(std::move(name)) {}
   std::string repr() const override { return "GetAttrVariable(" + generator_->repr() + ", " + name_ + ")"; }
   std::pair<ValuePtr, std::string> bound_attribute() const override { return {generator_, name_}; }
+  // gen.send.__name__ and friends (unittest's assertRaises(E, gen.send, v) reads it).
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override {
+    return builtin_method_attribute(tracer, generator_, name_, name);
+  }
 
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
     if (!kwargs.empty()) raise_error("bad_call", PyExc_TypeError, name_ + "() takes no keyword arguments");
@@ -195,7 +202,22 @@ std::function<void()> GeneratorValue::saved_state() {
   };
 }
 
+void GeneratorValue::made_by(ValuePtr function, Args args, KwArgs kwargs) {
+  function_ = std::move(function);
+  args_ = std::move(args);
+  kwargs_ = std::move(kwargs);
+}
+
+std::optional<codegen::OutputPlan> GeneratorValue::remake(PlanWriter& writer) {
+  if (started() || finished_ || running_ || !function_)
+    throw NotRestorable{repr() + ", which has run: its frame cannot be made again"};
+  return writer.call(function_, args_, kwargs_);
+}
+
 void GeneratorValue::release() {
+  function_ = nullptr;
+  args_.clear();
+  kwargs_.clear();
   frame_.stack.clear();
   frame_.locals.clear();
   frame_.closure.clear();

@@ -17,6 +17,10 @@ namespace bytegraph::trace {
 class GeneratorValue : public Value {
  public:
   GeneratorValue(FrameState frame, std::string name) : frame_(std::move(frame)), name_(std::move(name)) {}
+  // The call that made it: a generator nothing has resumed yet is made again by calling the
+  // generator function the same way (none of its body has run).
+  void made_by(ValuePtr function, Args args, KwArgs kwargs);
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   std::string repr() const override;
   PyObject* python_type() const override { return (PyObject*)&PyGen_Type; }
   bool truthy(Tracer&) const override { return true; }
@@ -44,13 +48,17 @@ class GeneratorValue : public Value {
  private:
   FrameState frame_;
   std::string name_;
+  ValuePtr function_;
+  Args args_;
+  KwArgs kwargs_;
   bool finished_ = false;
   bool running_ = false;
   ValuePtr returned_;
 };
 
 // What calling a generator function returns: a generator over its bound frame, not started.
-ValuePtr make_generator(Tracer& tracer, FrameState frame, const std::string& name);
+ValuePtr make_generator(Tracer& tracer, FrameState frame, const UserFunctionValue& function, const Args& args,
+                        const KwArgs& kwargs);
 
 // The remaining items of an iterator (generators run, lazy iterators advanced), consuming
 // them; more than 10000 is a break (an infinite generator).

@@ -1,4 +1,5 @@
 // Grad-mode context managers: `with torch.no_grad():` inside a traced function.
+#include "trace/plan_writer.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
 
@@ -20,6 +21,49 @@ void record_set_grad_enabled(Tracer& tracer, bool enabled) {
   tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
 }
 
+// A function decorated by a grad mode (`torch.no_grad()(f)`, `torch.enable_grad(f)`): a call
+// switches the mode, runs the function inlined and restores the mode, however it leaves.
+class GradModeFunctionValue : public Value {
+ public:
+  GradModeFunctionValue(bool enabled, ValuePtr function) : enabled_(enabled), function_(std::move(function)) {}
+  std::string repr() const override {
+    return std::string(enabled_ ? "enable_grad" : "no_grad") + "(" + function_->repr() + ")";
+  }
+  PyObject* python_type() const override { return (PyObject*)&PyFunction_Type; }
+  bool truthy(Tracer&) const override { return true; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    const bool previous = real_grad_enabled(tracer.bridge);
+    record_set_grad_enabled(tracer, enabled_);
+    ValuePtr result;
+    try {
+      result = function_->call(tracer, args, kwargs);
+    } catch (const Raised&) {
+      record_set_grad_enabled(tracer, previous);
+      throw;
+    }
+    record_set_grad_enabled(tracer, previous);
+    // torch wraps a generator function so that each resumption runs under the mode.
+    if (result->python_type() == (PyObject*)&PyGen_Type)
+      unsupported("unsupported_call", "a generator function decorated by " + repr());
+    return result;
+  }
+  // The class decorating the function made again: torch.no_grad(function).
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
+    py::Ref<> torch = check(PyImport_ImportModule("torch"));
+    py::Ref<> cls = check(PyObject_GetAttrString(torch.get(), enabled_ ? "enable_grad" : "no_grad"));
+    return writer.call(cls.get(), {function_});
+  }
+
+ private:
+  bool enabled_;
+  ValuePtr function_;
+};
+
+bool is_function_like(const ValuePtr& value) {
+  return dynamic_cast<UserFunctionValue*>(value.get()) || dynamic_cast<BoundMethodValue*>(value.get()) ||
+         dynamic_cast<GradModeFunctionValue*>(value.get());
+}
+
 }  // namespace
 
 std::string GradModeValue::repr() const {
@@ -27,6 +71,9 @@ std::string GradModeValue::repr() const {
 }
 
 ValuePtr GradModeValue::call(Tracer&, const Args& args, const KwArgs& kwargs) {
+  // As a decorator: torch.no_grad()(f), or the class given the function, torch.no_grad(f).
+  if (args.size() == 1 && kwargs.empty() && is_function_like(args[0]))
+    return std::make_shared<GradModeFunctionValue>(enabled_, args[0]);
   if (!is_class_ || !args.empty() || !kwargs.empty()) unsupported("unsupported_call", "calling " + repr());
   return std::make_shared<GradModeValue>(enabled_, false);
 }

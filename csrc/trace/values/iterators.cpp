@@ -2,6 +2,7 @@
 #include "trace/values/iterators.h"
 
 #include "python/import.h"
+#include "trace/plan_writer.h"
 #include "trace/values/generators.h"
 
 namespace bytegraph::trace {
@@ -24,6 +25,13 @@ class MapValue : public LazyIteratorValue {
     }
     return function_->call(tracer, args, {});
   }
+  // map(function, *iterators) over what is left: the calls run when the caller iterates, as
+  // they would have.
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
+    Args arguments{function_};
+    arguments.insert(arguments.end(), iterators_.begin(), iterators_.end());
+    return writer.call(builtin_type("map"), arguments);
+  }
 
  private:
   ValuePtr function_;
@@ -41,6 +49,9 @@ class FilterValue : public LazyIteratorValue {
       if (keep->truthy(tracer)) return item;
     }
     return nullptr;
+  }
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
+    return writer.call(builtin_type("filter"), {function_ ? function_ : ConstantValue::none(), iterator_});
   }
 
  private:
@@ -63,6 +74,7 @@ class ZipValue : public LazyIteratorValue {
     }
     return std::make_shared<SequenceValue>(false, std::move(row));
   }
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override { return writer.call(builtin_type("zip"), iterators_); }
 
  private:
   Args iterators_;
@@ -83,6 +95,9 @@ class EnumerateValue : public LazyIteratorValue {
   std::function<void()> saved_state() override {
     long index = index_;
     return [this, index] { index_ = index; };
+  }
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
+    return writer.call(builtin_type("enumerate"), {iterator_, ConstantValue::make(check(PyLong_FromLong(index_)))});
   }
 
  private:

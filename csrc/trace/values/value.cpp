@@ -102,6 +102,8 @@ ValuePtr ConstantValue::none() {
   return none;
 }
 
+std::optional<codegen::OutputPlan> Value::remake(PlanWriter&) { return std::nullopt; }
+
 ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(value ? Py_True : Py_False)); }
 
 std::string ConstantValue::repr() const { return "ConstantVariable(" + py_repr(object_.get()) + ")"; }
