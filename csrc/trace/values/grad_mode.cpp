@@ -16,6 +16,9 @@ bool real_grad_enabled(const Bridge& bridge) {
 // so the ops recorded after it see the same mode they will run under.
 void record_set_grad_enabled(Tracer& tracer, bool enabled) {
   py::Ref<> before = check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get()));
+  // The mode at each point of the trace is the one at run time (the global-state guard pins it
+  // at entry): switching to the mode already on changes nothing, and is not recorded.
+  if ((before.get() == Py_True) == enabled) return;
   tracer.grad_modes_before.push_back(before.get() == Py_True);
   ValuePtr flag = ConstantValue::make(py::Ref<>::newref(enabled ? Py_True : Py_False));
   tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
