@@ -475,7 +475,7 @@ def _classify_by_rules(obj) -> str:
         return "graph_break"
     if _marked(obj, "_bytegraph_comptime"):
         return "comptime"
-    if obj is torch.no_grad or obj is torch.enable_grad or obj is torch._C._set_grad_enabled:
+    if obj is torch.no_grad or obj is torch.enable_grad or obj is torch._C._set_grad_enabled or obj is torch.set_grad_enabled:
         return "grad_mode"
     if isinstance(obj, type) and obj in _CONSTANT_CONSTRUCTORS:
         return "pure_function"

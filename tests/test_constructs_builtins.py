@@ -154,6 +154,27 @@ def test_itertools_over_a_generator_is_a_break_not_a_reordering():
     assert same(f(torch.ones(1)), compiled(torch.ones(1)))
 
 
+def test_itertools_that_read_their_input_whole_consume_iterators_and_generators_at_once():
+    import itertools
+
+    def gen(log, x):
+        log.append("first")
+        yield x
+        log.append("second")
+        yield x + 1
+
+    def f(x):
+        log = []
+        it = iter([1, 2, 3])
+        pairs = itertools.combinations(it, 2)
+        left = list(it)                                   # combinations took them all
+        made = itertools.product(gen(log, x), repeat=1)
+        log.append("after product")                      # the generator ran to its end before
+        return [a * b for a, b in pairs], left, [p[0].sum() for p in made], log
+
+    capture(f, torch.ones(2), ops=4)
+
+
 def test_a_union_of_classes_is_made_for_isinstance():
     import abc
 

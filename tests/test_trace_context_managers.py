@@ -210,3 +210,35 @@ def test_a_generator_function_decorated_by_a_grad_mode_is_not_inlined():
 
     with pytest.raises(bytegraph.exc.GraphBreakError, match="generator function decorated"):
         bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2, requires_grad=True))
+
+
+def test_set_grad_enabled_objects_switch_when_made_and_survive_a_break():
+    def made_then_entered(x):
+        x = x + 1
+        ctx = torch.set_grad_enabled(False)     # switches now
+        bytegraph.graph_break()
+        y = x * 2                               # already without grad
+        with ctx:                               # restores the mode from before it was made
+            x = x + 1
+        return x, y, torch.is_grad_enabled()
+
+    def redundant_block(x):
+        with torch.set_grad_enabled(torch.is_grad_enabled()):   # nothing to switch: nothing recorded
+            return x.sin()
+
+    x = torch.zeros(3, requires_grad=True)
+    counter = CompileCounter()
+    compiled = bytegraph.compile(made_then_entered, backend=counter)
+    for mode in (True, False, True):
+        torch.set_grad_enabled(mode)
+        expected = made_then_entered(x)
+        torch.set_grad_enabled(mode)
+        actual = compiled(x)
+        assert same(expected, actual) and torch.is_grad_enabled() == mode
+        assert [t.requires_grad for t in expected[:2]] == [t.requires_grad for t in actual[:2]]
+    torch.set_grad_enabled(True)
+    assert counter.frame_count == 4  # a graph before and after the break, for each mode
+
+    counter = CompileCounter()
+    assert same(bytegraph.compile(redundant_block, backend=counter, fullgraph=True)(x), redundant_block(x))
+    assert counter.op_count == 1

@@ -52,6 +52,7 @@ const Bridge& Bridge::get() {
     b->is_grad_enabled = attr(torch.get(), "is_grad_enabled");
     py::Ref<> torch_c = attr(torch.get(), "_C");
     b->set_grad_enabled = attr(torch_c.get(), "_set_grad_enabled");
+    b->set_grad_enabled_class = attr(torch.get(), "set_grad_enabled");
     py::Ref<> op = check(PyImport_ImportModule("operator"));
     b->getitem = attr(op.get(), "getitem");
     b->getattr = py::Ref<>::newref(builtin_object("getattr"));

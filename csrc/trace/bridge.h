@@ -29,6 +29,7 @@ struct Bridge {
   py::Ref<> no_grad;            // torch.no_grad
   py::Ref<> is_grad_enabled;    // torch.is_grad_enabled
   py::Ref<> set_grad_enabled;   // torch._C._set_grad_enabled (what graphs call)
+  py::Ref<> set_grad_enabled_class;  // torch.set_grad_enabled
   py::Ref<> inspect_signature;  // inspect.signature: folded on known functions
   py::Ref<> signature_of;       // _bridge.signature_of
   py::Ref<> autograd_apply_target;  // _bridge.autograd_apply_target

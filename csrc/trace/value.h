@@ -384,15 +384,20 @@ class SuperValue : public Value {
 // real mode the fakes run under); the exit value restores the previous mode.
 class GradModeValue : public Value {
  public:
-  GradModeValue(bool enabled, bool is_class, guards::SourcePtr source = nullptr)
-      : Value(std::move(source)), enabled_(enabled), is_class_(is_class) {}
+  // torch.no_grad / torch.enable_grad (the mode switches on entering the block), or the class
+  // torch.set_grad_enabled (`switch_when_made`: making one switches the mode, its block
+  // restores the mode from before on the way out).
+  GradModeValue(bool enabled, bool is_class, guards::SourcePtr source = nullptr, bool switch_when_made = false)
+      : Value(std::move(source)), enabled_(enabled), is_class_(is_class), switch_when_made_(switch_when_made) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   // BEFORE_WITH: switches the mode; returns the __exit__ value.
   ValuePtr enter(Tracer& tracer);
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
 
  private:
-  bool enabled_, is_class_;
+  bool enabled_, is_class_, switch_when_made_;
+  bool before_made_ = false;  // a torch.set_grad_enabled(mode): the mode before it was made
 };
 
 // torch._C._set_grad_enabled: a call records itself into the graph and switches the mode the

@@ -421,6 +421,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::GradMode:
       pin_callable(real, source);
       if (real == bridge.set_grad_enabled.get()) return std::make_shared<SetGradEnabledValue>(py::Ref<>::newref(real), source);
+      if (real == bridge.set_grad_enabled_class.get()) return std::make_shared<GradModeValue>(true, true, source, true);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
     case ObjectKind::UserClass:
       guards.add(K::Id, source, real);

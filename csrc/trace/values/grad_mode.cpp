@@ -14,11 +14,13 @@ bool real_grad_enabled(const Bridge& bridge) {
 
 // Records torch._C._set_grad_enabled(enabled); running it on fakes switches the real mode,
 // so the ops recorded after it see the same mode they will run under.
-void record_set_grad_enabled(Tracer& tracer, bool enabled) {
+// `coalesce`: the switch of a grad-mode block (torch.no_grad() and friends) to the mode already
+// on changes nothing and is left out, as torch.compile leaves it out (the mode at each point of
+// the trace is the one at run time: the global-state guard pins it at entry). A direct
+// torch._C._set_grad_enabled call is recorded as it is.
+void record_set_grad_enabled(Tracer& tracer, bool enabled, bool coalesce = true) {
   py::Ref<> before = check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get()));
-  // The mode at each point of the trace is the one at run time (the global-state guard pins it
-  // at entry): switching to the mode already on changes nothing, and is not recorded.
-  if ((before.get() == Py_True) == enabled) return;
+  if (coalesce && (before.get() == Py_True) == enabled) return;
   tracer.grad_modes_before.push_back(before.get() == Py_True);
   ValuePtr flag = ConstantValue::make(py::Ref<>::newref(enabled ? Py_True : Py_False));
   tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
@@ -62,6 +64,31 @@ class GradModeFunctionValue : public Value {
   ValuePtr function_;
 };
 
+// made_set_grad_enabled(mode, prev) -> a torch.set_grad_enabled object as making one with the
+// mode `prev` on leaves it, without switching the mode again (the graph switched it).
+PyObject* made_set_grad_enabled(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "made_set_grad_enabled(mode, prev)");
+    return nullptr;
+  }
+  auto torch = py::Ref<>::steal(PyImport_ImportModule("torch"));
+  auto cls = torch ? py::Ref<>::steal(PyObject_GetAttrString(torch.get(), "set_grad_enabled")) : py::Ref<>();
+  auto no_args = cls ? py::Ref<>::steal(PyTuple_New(0)) : py::Ref<>();
+  auto made = no_args ? py::Ref<>::steal(PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls.get()), no_args.get(), nullptr))
+                      : py::Ref<>();
+  if (!made || PyObject_SetAttrString(made.get(), "mode", args[0]) < 0 || PyObject_SetAttrString(made.get(), "prev", args[1]) < 0)
+    return nullptr;
+  return made.release();
+}
+
+PyObject* made_set_grad_enabled_function() {
+  static PyMethodDef definition = {"made_set_grad_enabled",
+                                   reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(made_set_grad_enabled)),
+                                   METH_FASTCALL, "A torch.set_grad_enabled object made with another mode on."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
 bool is_function_like(const ValuePtr& value) {
   return dynamic_cast<UserFunctionValue*>(value.get()) || dynamic_cast<BoundMethodValue*>(value.get()) ||
          dynamic_cast<GradModeFunctionValue*>(value.get());
@@ -70,19 +97,46 @@ bool is_function_like(const ValuePtr& value) {
 }  // namespace
 
 std::string GradModeValue::repr() const {
+  if (switch_when_made_)
+    return is_class_ ? "GradModeVariable(set_grad_enabled, class)"
+                     : std::string("GradModeVariable(set_grad_enabled(") + (enabled_ ? "True" : "False") + "))";
   return std::string("GradModeVariable(") + (enabled_ ? "enable_grad" : "no_grad") + (is_class_ ? ", class" : "") + ")";
 }
 
-ValuePtr GradModeValue::call(Tracer&, const Args& args, const KwArgs& kwargs) {
+ValuePtr GradModeValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (switch_when_made_ && is_class_) {
+    // torch.set_grad_enabled(mode): the mode switches now, whether or not a block follows.
+    ValuePtr mode = args.size() == 1 && kwargs.empty() ? args[0] : (args.empty() && kwargs.size() == 1 && kwargs[0].first == "mode" ? kwargs[0].second : nullptr);
+    if (!mode || !mode->is_constant() || !PyBool_Check(mode->constant()))
+      unsupported("unsupported_call", "torch.set_grad_enabled with " + (mode ? mode->repr() : std::string("these arguments")) + ": the mode must be a constant bool");
+    auto made = std::make_shared<GradModeValue>(mode->constant() == Py_True, false, nullptr, true);
+    made->before_made_ = real_grad_enabled(tracer.bridge);
+    record_set_grad_enabled(tracer, made->enabled_);
+    return made;
+  }
   // As a decorator: torch.no_grad()(f), or the class given the function, torch.no_grad(f).
-  if (args.size() == 1 && kwargs.empty() && is_function_like(args[0]))
+  if (args.size() == 1 && kwargs.empty() && is_function_like(args[0])) {
+    // torch.set_grad_enabled(mode)(f) puts back the mode its making switched.
+    if (switch_when_made_) record_set_grad_enabled(tracer, before_made_);
     return std::make_shared<GradModeFunctionValue>(enabled_, args[0]);
-  if (!is_class_ || !args.empty() || !kwargs.empty()) unsupported("unsupported_call", "calling " + repr());
+  }
+  if (!is_class_ || switch_when_made_ || !args.empty() || !kwargs.empty()) unsupported("unsupported_call", "calling " + repr());
   return std::make_shared<GradModeValue>(enabled_, false);
+}
+
+// A grad-mode object alive at a break (`ctx = torch.no_grad()`, entered after it).
+std::optional<codegen::OutputPlan> GradModeValue::remake(PlanWriter& writer) {
+  if (is_class_) return std::nullopt;
+  if (switch_when_made_)
+    return writer.call(made_set_grad_enabled_function(), {make_bool(enabled_), make_bool(before_made_)});
+  py::Ref<> torch = check(PyImport_ImportModule("torch"));
+  py::Ref<> cls = check(PyObject_GetAttrString(torch.get(), enabled_ ? "enable_grad" : "no_grad"));
+  return writer.call(cls.get(), {});
 }
 
 ValuePtr GradModeValue::enter(Tracer& tracer) {
   if (is_class_) unsupported("unsupported_context", "`with` on the class " + repr());
+  if (switch_when_made_) return std::make_shared<GradModeExitValue>(before_made_);  // switched when made
   bool previous = real_grad_enabled(tracer.bridge);
   record_set_grad_enabled(tracer, enabled_);
   return std::make_shared<GradModeExitValue>(previous);
@@ -100,7 +154,7 @@ ValuePtr SetGradEnabledValue::call(Tracer& tracer, const Args& args, const KwArg
     raise_error("bad_call", PyExc_TypeError, "_set_grad_enabled() takes exactly one argument");
   if (!args[0]->is_constant() || !PyBool_Check(args[0]->constant()))
     unsupported("unsupported_call", "torch._C._set_grad_enabled(" + args[0]->repr() + "): the mode must be a constant bool");
-  record_set_grad_enabled(tracer, args[0]->constant() == Py_True);
+  record_set_grad_enabled(tracer, args[0]->constant() == Py_True, /*coalesce=*/false);
   return ConstantValue::none();
 }
 

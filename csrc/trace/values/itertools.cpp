@@ -71,6 +71,12 @@ std::optional<Args> known_items(Tracer& tracer, const ValuePtr& value) {
   return value->unpack(tracer);
 }
 
+bool reads_input_whole(const Function& function) {
+  for (const char* name : {"product", "combinations", "combinations_with_replacement", "permutations"})
+    if (std::strcmp(function.name, name) == 0) return true;
+  return false;
+}
+
 class Tokens {
  public:
   // A tuple of tokens standing for `items`.
@@ -118,6 +124,9 @@ ValuePtr call_itertools(Tracer& tracer, PyObject* callable, const Args& args, co
       real = tokens.token(args[i]);
     } else if (iterable) {
       std::optional<Args> items = known_items(tracer, args[i]);
+      // These read their whole input when made (tuple(iterable)): an iterator is consumed
+      // now, generators and lazy iterators running their steps, as the real call does.
+      if (!items && args[i]->is_iterator() && reads_input_whole(*function)) items = args[i]->unpack(tracer);
       if (!items) return refuse("over " + args[i]->repr() + " (its items are not known without running it)");
       if (function->shape == Shape::IterableOfIterables) {
         real = check(PyTuple_New(static_cast<Py_ssize_t>(items->size())));
