@@ -331,6 +331,34 @@ def test_a_base_method_patched_and_reached_through_super():
     check_state_change(build)
 
 
+def test_a_classmethod_reached_through_super_binds_the_subclass():
+    def build():
+        class A:
+            scale = 1.0
+
+            @classmethod
+            def make(cls, x):
+                return x * cls.scale
+
+            @staticmethod
+            def shift(x):
+                return x + 1
+
+        class B(A):
+            scale = 3.0
+
+            def g(self, x):
+                return super().make(x) + super().shift(x)
+
+            @classmethod
+            def h(cls, x):
+                return super().make(x)          # super() inside a classmethod
+
+        b = B()
+        return plain(lambda x: b.g(x) + B.h(x), lambda: setattr(B, "scale", 5.0))
+    check_state_change(build)
+
+
 def test_a_property_whose_getter_reads_a_closure():
     def build():
         scale = 1.0

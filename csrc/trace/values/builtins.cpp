@@ -405,8 +405,17 @@ std::string SuperValue::repr() const {
 }
 
 ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
-  PyObject* type = self_->python_type();
+  // super(C, obj) walks type(obj)'s MRO; super(C, cls), as in a classmethod, walks cls's own.
+  PyObject* self_class = self_->real_object();
+  const bool bound_to_class = self_class && PyType_Check(self_class) &&
+                              PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(self_class), reinterpret_cast<PyTypeObject*>(cls_.get()));
+  PyObject* type = bound_to_class ? self_class : self_->python_type();
   if (type == nullptr) unsupported("unsupported_attribute", repr() + "." + name);
+  // What a classmethod found on the way binds to: the class super() was given, or obj's class.
+  auto receiver_class = [&]() -> ValuePtr {
+    if (bound_to_class) return self_;
+    return tracer.wrap(type, self_->source() ? guards::type_source(self_->source()) : guards::class_source(type));
+  };
   PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;  // borrowed tuple
   Py_ssize_t n = PyTuple_GET_SIZE(mro), start = 0;
   while (start < n && PyTuple_GET_ITEM(mro, start) != cls_.get()) ++start;
@@ -415,16 +424,29 @@ ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
     PyObject* found = py::own_type_attribute(reinterpret_cast<PyTypeObject*>(owner), name.c_str());  // borrowed
     if (found == nullptr) continue;
     // Guarded where the base class holds it: a method patched there is another function.
-    if (PyFunction_Check(found))
-      return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(found, guards::class_attr_source(owner, name)), self_);
-    if (PyObject_TypeCheck(found, &PyProperty_Type)) {
-      py::Ref<> getter = check(PyObject_GetAttrString(found, "fget"));
-      guards::SourcePtr getter_source = guards::attr_source(guards::class_attr_source(owner, name), "fget");
-      if (PyFunction_Check(getter.get())) return tracer.wrap_user_function(getter.get(), getter_source)->call(tracer, {self_}, {});
+    guards::SourcePtr found_source = guards::class_attr_source(owner, name);
+    if (PyFunction_Check(found)) {
+      ValuePtr function = tracer.wrap_user_function(found, found_source);
+      return bound_to_class ? function : std::make_shared<BoundMethodValue>(function, self_);
     }
     if (Py_TYPE(found) == &PyStaticMethod_Type || Py_TYPE(found) == &PyClassMethod_Type) {
-      py::Ref<> bound = check(PyObject_GetAttrString(owner, name.c_str()));
+      py::Ref<> function = check(PyObject_GetAttrString(found, "__func__"));
+      if (PyFunction_Check(function.get())) {
+        // The source reads the class attribute as Python does: a staticmethod gives the
+        // function, a classmethod a method whose __func__ it is.
+        if (Py_TYPE(found) == &PyStaticMethod_Type) return tracer.wrap_user_function(function.get(), found_source);
+        ValuePtr wrapped = tracer.wrap_user_function(function.get(), guards::attr_source(found_source, "__func__"));
+        return std::make_shared<BoundMethodValue>(wrapped, receiver_class());
+      }
+      // A C classmethod (dict.fromkeys): bound to the class it is read for, as the descriptor does.
+      py::Ref<> bound = check(Py_TYPE(found)->tp_descr_get(found, nullptr, type));
       return tracer.wrap(bound.get(), nullptr);
+    }
+    if (bound_to_class) unsupported("unsupported_attribute", repr() + "." + name + " read through a class");
+    if (PyObject_TypeCheck(found, &PyProperty_Type)) {
+      py::Ref<> getter = check(PyObject_GetAttrString(found, "fget"));
+      guards::SourcePtr getter_source = guards::attr_source(found_source, "fget");
+      if (PyFunction_Check(getter.get())) return tracer.wrap_user_function(getter.get(), getter_source)->call(tracer, {self_}, {});
     }
     // A method of object or of a builtin base (object.__setattr__, OrderedDict.__setitem__):
     // applied to the symbolic object.
