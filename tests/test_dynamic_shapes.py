@@ -663,3 +663,14 @@ def test_reading_a_symbolic_stride_gives_its_graph_input():
     (gm,) = counter.graphs
     stride = next(n for n in gm.graph.nodes if n.op == "call_function").args[1]
     assert stride.op == "placeholder" and isinstance(stride.meta["example_value"], torch.SymInt)
+
+
+def test_methods_of_a_symbolic_int_specialise_it():
+    def f(t, m):
+        return 2 * t if m.bit_length() > 1 else t - m.conjugate()
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, dynamic=True, fullgraph=True)
+    for m in (1, 2, 3, 3):
+        assert torch.equal(compiled(torch.ones(2), m), f(torch.ones(2), m))
+    assert counter.frame_count == 3  # the value read by .bit_length() is guarded: one entry per value

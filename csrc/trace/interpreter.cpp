@@ -219,6 +219,8 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
     } catch (const Unsupported& error) {
       const bytecode::Instruction& at = raised_at ? *raising : inst;
       std::string message = error.what();
+      // An exception the traced code raised and nothing in the trace caught: said so.
+      if (dynamic_cast<const Raised*>(&error) != nullptr) message = "Observed exception: " + message;
       if (raised_at) message += ", in the handler of an exception raised at offset " + std::to_string(at.offset);
       restore(tracer, frame, raised_at ? *raised_at : checkpoint);
       frame.current = &at;

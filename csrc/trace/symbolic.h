@@ -34,6 +34,9 @@ class SymNumberValue : public Value {
   py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
   // Asks the ShapeEnv, which records a guard on the answer (not a graph break).
   bool truthy(Tracer& tracer) const override;
+  // The number's other methods and attributes (bit_length, is_integer, real): read on its
+  // value, specialised (a guard on it).
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
 
  private:
   int node_;

@@ -382,6 +382,10 @@ ValuePtr symbolic_operator(Tracer& tracer, PyObject* function, const Args& opera
   return record_pure(tracer, graph::Op::CallFunction, py::Ref<>::newref(function), operands, {});
 }
 
+ValuePtr SymNumberValue::get_attr(Tracer& tracer, const std::string& name) {
+  return specialize(tracer, shared_from_this(), "reading ." + name + " of a symbolic number")->get_attr(tracer, name);
+}
+
 ValuePtr specialize(Tracer& tracer, const ValuePtr& value, const std::string& reason) {
   auto* number = dynamic_cast<SymNumberValue*>(value.get());
   if (number == nullptr) return value;
