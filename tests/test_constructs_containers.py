@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter
+from bytegraph.testing import CompileCounter, same
 from tests._capture import capture
 
 
@@ -329,3 +329,61 @@ def test_list_assignment_errors_are_cpythons():
 
     result, _ = capture(f, torch.ones(2), ops=1)
     assert "extended slice of size 1" in result[1] and "'tuple' object does not support item assignment" in result[1]
+
+
+class Scores(list):
+    """A list subclass with methods of its own and a __getitem__ that must not run unasked."""
+
+    def doubled_length(self):
+        return len(self) * 2
+
+    def __contains__(self, value):
+        self.checked = True
+        return super().__contains__(value)
+
+
+class Pair(tuple):
+    def total(self):
+        return self[0] + self[1]
+
+
+def test_list_and_tuple_subclass_instances_from_outside():
+    def f(x, scores, pair):
+        if 3 in scores:
+            x = x.cos()
+        scores.append(x.sum())
+        scores[0] = 10
+        del scores[1]
+        return x * scores.doubled_length() + pair.total() + sum(pair), pair == (1, 2), scores + [0]
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        expected_scores, actual_scores = Scores([1, 2, 3]), Scores([1, 2, 3])
+        expected, actual = f(torch.ones(2), expected_scores, Pair((1, 2))), compiled(torch.ones(2), actual_scores, Pair((1, 2)))
+        assert same(expected, actual)
+        assert type(actual_scores) is Scores and actual_scores.checked
+        assert same(list(expected_scores), list(actual_scores))
+    assert counter.frame_count == 1
+    compiled(torch.ones(2), Scores([1, 2, 3, 4]), Pair((1, 2)))   # another length: guarded
+    assert counter.frame_count == 2
+
+
+def test_list_and_tuple_subclass_instances_made_in_the_trace_are_rebuilt_without_their_getitem():
+    class Strict(list):
+        def __getitem__(self, index):
+            raise RuntimeError("the rebuilt list must not be read through __getitem__")
+
+    def f(x):
+        made = Strict([x, x + 1])
+        made.append(x * 2)
+        bare = list.__new__(Strict)
+        bare.append(x)
+        pair = tuple.__new__(Pair, [x, x])
+        pair.note = "set in the trace"
+        return made, bare, pair, Pair([1, 2]).total()
+
+    capture(f, torch.ones(2), ops=2)
+    made, bare, pair, total = bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+    assert type(made) is Strict and len(made) == 3 and type(bare) is Strict and len(bare) == 1
+    assert type(pair) is Pair and pair.note == "set in the trace" and total == 3

@@ -122,6 +122,15 @@ void emit_side_effect_writes(CodeBuilder& builder, const std::vector<SideEffectP
     const std::string target = target_name(i), value = value_name(i);
     switch (effect.kind) {
       case Kind::ReplaceListItems: {
+        if (effect.setter) {  // list.__setitem__: a subclass's own __setitem__ already ran in the trace
+          py::Ref<> everything = check(PySlice_New(nullptr, nullptr, nullptr));
+          call_and_drop(builder, effect.setter.get(), 3, [&] {
+            builder.load_fast(target);
+            builder.load_const(everything.get());
+            builder.load_fast(value);
+          });
+          break;
+        }
         builder.load_fast(value);
         builder.load_fast(target);
         py::Ref<> everything = check(PySlice_New(nullptr, nullptr, nullptr));

@@ -17,7 +17,7 @@ namespace bytegraph::codegen {
 
 struct SideEffectPlan {
   enum class Kind {
-    ReplaceListItems,  // target[:] = value
+    ReplaceListItems,  // target[:] = value; with a setter (list.__setitem__), setter(target, slice(None), value)
     ReplaceDictItems,  // dict.clear(target); dict.update(target, value); with a setter (a dict
                        // class: OrderedDict), setter.clear(target) and setter.__setitem__ per item
     ReplaceSetItems,   // set.clear(target); set.update(target, value)
@@ -33,7 +33,8 @@ struct SideEffectPlan {
   std::string name;
   OutputPlan value;   // unused for DelAttr and DelItem
   py::Ref<> setter;   // SetAttr: object.__setattr__ (bypassing a __setattr__ the trace ran), or null;
-                      // ReplaceDictItems: the C dict class whose methods store the items, or null
+                      // ReplaceDictItems: the C dict class whose methods store the items, or null;
+                      // ReplaceListItems: list.__setitem__ for a list subclass, or null
 
   SideEffectPlan() = default;
   SideEffectPlan(SideEffectPlan&&) noexcept = default;

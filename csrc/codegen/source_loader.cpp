@@ -15,6 +15,35 @@ bool tuple_contains_name(PyObject* names /* borrowed tuple */, const std::string
   return false;
 }
 
+// stored_item(container, key) -> the item as the container's dict, list or tuple base stores
+// it (a subclass's __getitem__ not run: the trace already ran whatever it overrides).
+PyObject* stored_item(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "stored_item(container, key)");
+    return nullptr;
+  }
+  PyObject* container = args[0];
+  if (PyDict_Check(container)) {
+    PyObject* value = PyDict_GetItemWithError(container, args[1]);  // borrowed
+    if (value == nullptr && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, args[1]);
+    return value ? Py_NewRef(value) : nullptr;
+  }
+  if ((PyList_Check(container) || PyTuple_Check(container)) && PyLong_Check(args[1])) {
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    if (index == -1 && PyErr_Occurred()) return nullptr;
+    PyObject* value = PyList_Check(container) ? PyList_GetItem(container, index) : PyTuple_GetItem(container, index);
+    return value ? Py_NewRef(value) : nullptr;
+  }
+  return PyObject_GetItem(container, args[1]);
+}
+
+PyObject* stored_item_function() {
+  static PyMethodDef definition = {"stored_item", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(stored_item)),
+                                   METH_FASTCALL, "An item as a dict, list or tuple base class stores it."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
 }  // namespace
 
 void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCodeObject* code) {
@@ -44,6 +73,14 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
     case Kind::Item:
       emit_load_source(builder, *source.base, code);
       builder.subscript_const(source.key.get());
+      return;
+    case Kind::StoredItem:
+      builder.before_callable();
+      builder.load_const(stored_item_function());
+      builder.after_callable();
+      emit_load_source(builder, *source.base, code);
+      builder.load_const(source.key.get());
+      builder.call(2);
       return;
     case Kind::InstanceDict:
       emit_load_source(builder, *source.base, code);

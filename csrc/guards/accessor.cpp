@@ -53,9 +53,10 @@ Fetched missing_or_throw(PyObject* expected_error) {
   throw_python_error();
 }
 
-// dict[key] for any mapping: in place for an exact dict, else through __getitem__.
+// dict[key] for any mapping: in place for a dict (a subclass's own storage: what the trace
+// read as its items, whatever __getitem__ the class defines), else through __getitem__.
 Fetched mapping_item(PyObject* mapping, PyObject* key) {
-  if (PyDict_CheckExact(mapping)) {
+  if (PyDict_Check(mapping)) {
     PyObject* value = PyDict_GetItemWithError(mapping, key);  // borrowed
     if (value == nullptr && PyErr_Occurred()) throw_python_error();
     return value ? Fetched::borrowed(value) : Fetched::missing();
@@ -242,7 +243,8 @@ class ItemAccessor final : public Accessor {
     }
   }
   Fetched fetch(PyObject* parent, const FrameValues&) const override {
-    if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
+    // A list or tuple, a subclass's included: its own storage.
+    if (PyList_Check(parent) || PyTuple_Check(parent)) {
       if (has_index_) return sequence_item(parent);
       // A builtin sequence indexed by a non-integer key (a dict replaced by a list) has no
       // such item; only slices are valid there besides integers.
@@ -264,8 +266,7 @@ class ItemAccessor final : public Accessor {
     Py_ssize_t size = Py_SIZE(sequence);
     Py_ssize_t index = index_ < 0 ? index_ + size : index_;
     if (index < 0 || index >= size) return Fetched::missing();
-    PyObject* value = PyList_CheckExact(sequence) ? PyList_GET_ITEM(sequence, index)
-                                                  : PyTuple_GET_ITEM(sequence, index);
+    PyObject* value = PyList_Check(sequence) ? PyList_GET_ITEM(sequence, index) : PyTuple_GET_ITEM(sequence, index);
     return Fetched::borrowed(value);  // borrowed from the list or tuple
   }
 
@@ -359,6 +360,7 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
     case Source::Kind::Attr:
       return std::make_unique<AttrAccessor>(source.name, std::move(child));
     case Source::Kind::Item:
+    case Source::Kind::StoredItem:  // the item accessor reads a subclass's storage
       return std::make_unique<ItemAccessor>(source.key.copy(), std::move(child));
     case Source::Kind::Type:
       return std::make_unique<TypeAccessor>(std::move(child));

@@ -45,6 +45,7 @@ std::string Source::repr() const {
     case Kind::Attr:
       return base->repr() + "." + name;
     case Kind::Item:
+    case Kind::StoredItem:
       return base->repr() + "[" + safe_repr(key.get()) + "]";
     case Kind::Type:
       return "type(" + base->repr() + ")";
@@ -87,6 +88,11 @@ SourcePtr attr_source(SourcePtr base, std::string name) {
 SourcePtr item_source(SourcePtr base, py::Ref<> key) {
   BYTEGRAPH_CHECK(key, "an item source needs a key");
   return make_derived(Source::Kind::Item, std::move(base), {}, std::move(key));
+}
+
+SourcePtr stored_item_source(SourcePtr base, py::Ref<> key) {
+  BYTEGRAPH_CHECK(key, "an item source needs a key");
+  return make_derived(Source::Kind::StoredItem, std::move(base), {}, std::move(key));
 }
 
 SourcePtr held_source(py::Ref<> object, std::string name) {

@@ -28,6 +28,8 @@ struct Source {
     Closure,  // contents of closure cell `index` of the function, named `name`
     Attr,     // getattr(base, name)
     Item,     // base[key]
+    StoredItem,  // base[key] from the storage of base's dict, list or tuple base class, read
+                 // without running a subclass's own __getitem__
     Type,     // type(base)
     Held,     // an object the guards hold (another module's globals dict), named `name`
     Globals,  // the frame's globals dict itself
@@ -51,6 +53,8 @@ SourcePtr builtin_source(std::string name);
 SourcePtr closure_source(std::string name, int index);
 SourcePtr attr_source(SourcePtr base, std::string name);
 SourcePtr item_source(SourcePtr base, py::Ref<> key);
+// An item of a dict, list or tuple subclass instance as its base class stores it.
+SourcePtr stored_item_source(SourcePtr base, py::Ref<> key);
 SourcePtr type_source(SourcePtr base);
 // A root that is a fixed object rather than a place in the frame: the globals dict of a
 // function from another module (pinned by that function's guards), read again on each check.

@@ -152,6 +152,17 @@ ValuePtr user_class_operator(Tracer& tracer, PyObject* function, const Args& ope
   }
   const bool any_method = overrides(left, names->method) || (!names->inplace.empty() && overrides(left, names->inplace)) ||
                           overrides(right, names->reflected) || (names->method == "__ne__" && overrides(left, "__eq__"));
+  if (!any_method) {
+    // A list or tuple subclass that overrides none of it: the base's operator on its items.
+    auto as_base = [&](const ValuePtr& value) -> ValuePtr {
+      auto* object = dynamic_cast<ObjectValue*>(value.get());
+      if (object == nullptr || !(object->is_list_subclass() || object->is_tuple_subclass())) return value;
+      auto items = object->sequence_storage(tracer);
+      return std::make_shared<SequenceValue>(items->is_list(), items->items);
+    };
+    ValuePtr base_left = as_base(left), base_right = as_base(right);
+    if (base_left != left || base_right != right) return apply_operator(tracer, function, {base_left, base_right});
+  }
   if (!any_method && !(plain(left) && plain(right))) return nullptr;
   if (!names->inplace.empty() && overrides(left, names->inplace)) {
     ValuePtr result = call_special(tracer, left, names->inplace, {right});

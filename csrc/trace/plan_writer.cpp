@@ -194,6 +194,27 @@ void PlanWriter::global_effects(std::vector<codegen::SideEffectPlan>& effects) {
 
 namespace {
 
+// set_function_attributes(function, names, *values) -> function: the attributes a function
+// made in the trace was given there (functools.wraps), set on the function made again.
+PyObject* set_function_attributes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 2 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != nargs - 2) {
+    PyErr_SetString(PyExc_TypeError, "set_function_attributes(function, names, *values)");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[1]); ++i)
+    if (PyObject_SetAttr(args[0], PyTuple_GET_ITEM(args[1], i), args[i + 2]) < 0) return nullptr;
+  return Py_NewRef(args[0]);
+}
+
+PyObject* set_function_attributes_function() {
+  static PyMethodDef definition = {"set_function_attributes",
+                                   reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_function_attributes)),
+                                   METH_FASTCALL, "Sets the attributes a function was given while traced."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
+
 // The first class along the MRO that C code made (dict, OrderedDict, defaultdict): whose
 // methods store the items.
 PyObject* builtin_base(PyObject* type) {
@@ -230,6 +251,18 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
     effect.target = OutputPlan::of_source(object.source());
     effect.value = dict_plan(*object.dict_storage(tracer_));
     effect.setter = py::Ref<>::newref(builtin_base(object.python_type()));
+    effects.push_back(std::move(effect));
+  }
+  if (object.has_sequence_storage() && object.is_list_subclass()) {
+    // list.__setitem__(target, slice(None), items): the class's overrides already ran.
+    Effect effect;
+    effect.kind = Effect::Kind::ReplaceListItems;
+    effect.target = OutputPlan::of_source(object.source());
+    OutputPlan items;
+    items.kind = OutputPlan::Kind::List;
+    items.items = plans_of(object.sequence_storage(tracer_)->items);
+    effect.value = std::move(items);
+    effect.setter = py::Ref<>::newref(py::own_type_attribute(&PyList_Type, "__setitem__"));
     effects.push_back(std::move(effect));
   }
   if (object.has_set_storage()) {
@@ -278,6 +311,39 @@ OutputPlan PlanWriter::new_list(const SequenceValue& list) {
 
 OutputPlan PlanWriter::new_object(ObjectValue& object) {
   if (auto found = temps_.find(&object); found != temps_.end()) return temp(found->second);
+  if (object.is_tuple_subclass()) {
+    // tuple.__new__(cls, items): immutable, made where it is needed (its attributes set after).
+    OutputPlan items;
+    items.kind = OutputPlan::Kind::Tuple;
+    items.items = plans_of(object.sequence_storage(tracer_)->items);
+    OutputPlan made;
+    made.kind = OutputPlan::Kind::Call;
+    made.constant = check(PyObject_GetAttrString(reinterpret_cast<PyObject*>(&PyTuple_Type), "__new__"));
+    made.items.push_back(OutputPlan::of_constant(object.python_type()));
+    made.items.push_back(std::move(items));
+    if (object.attrs.empty()) return made;
+    // Set as the trace set them, by setattr: only where the class's own __setattr__ is object's.
+    PyObject* setattr = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(object.python_type()), check(PyUnicode_InternFromString("__setattr__")).get());
+    if (setattr != py::own_type_attribute(&PyBaseObject_Type, "__setattr__"))
+      throw NotRestorable{object.repr() + ", a tuple whose class has its own __setattr__"};
+    OutputPlan with_attributes;
+    with_attributes.kind = OutputPlan::Kind::Call;
+    with_attributes.constant = py::Ref<>::newref(set_function_attributes_function());
+    with_attributes.items.push_back(std::move(made));
+    Args values;
+    std::vector<std::string> written;
+    for (const auto& [name, attr] : object.attrs) {
+      if (!attr) continue;
+      written.push_back(name);
+      values.push_back(attr);
+    }
+    py::Ref<> names = check(PyTuple_New(static_cast<Py_ssize_t>(written.size())));
+    for (size_t i = 0; i < written.size(); ++i)
+      PyTuple_SET_ITEM(names.get(), static_cast<Py_ssize_t>(i), check(PyUnicode_FromString(written[i].c_str())).release());
+    with_attributes.items.push_back(OutputPlan::of_constant(names.get()));
+    for (auto& value : plans_of(values)) with_attributes.items.push_back(std::move(value));
+    return with_attributes;
+  }
   const int index = static_cast<int>(new_objects_.size());
   temps_.emplace(&object, index);
   new_objects_.emplace_back();  // reserved: the object's own values may refer back to it
@@ -298,6 +364,10 @@ OutputPlan PlanWriter::new_object(ObjectValue& object) {
       made.items.push_back(plan(items->values[i]));
     }
     made.set_item = base_set_item(object.python_type());
+  }
+  if (object.has_sequence_storage()) {
+    for (const ValuePtr& item : object.sequence_storage(tracer_)->items) made.items.push_back(plan(item));
+    made.extend = py::Ref<>::newref(py::own_type_attribute(&PyList_Type, "extend"));
   }
   if (object.has_set_storage()) {
     std::shared_ptr<SetValue> members = object.set_storage(tracer_);
@@ -419,29 +489,6 @@ OutputPlan PlanWriter::live_list_iterator(const IteratorValue& iterator) {
 
 // A function made in this frame: MAKE_FUNCTION again, with this frame's globals and with its
 // closure read from this frame's cells (LOAD_CLOSURE by name).
-namespace {
-
-// set_function_attributes(function, names, *values) -> function: the attributes a function
-// made in the trace was given there (functools.wraps), set on the function made again.
-PyObject* set_function_attributes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 2 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != nargs - 2) {
-    PyErr_SetString(PyExc_TypeError, "set_function_attributes(function, names, *values)");
-    return nullptr;
-  }
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[1]); ++i)
-    if (PyObject_SetAttr(args[0], PyTuple_GET_ITEM(args[1], i), args[i + 2]) < 0) return nullptr;
-  return Py_NewRef(args[0]);
-}
-
-PyObject* set_function_attributes_function() {
-  static PyMethodDef definition = {"set_function_attributes",
-                                   reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_function_attributes)),
-                                   METH_FASTCALL, "Sets the attributes a function was given while traced."};
-  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
-  return function;
-}
-
-}  // namespace
 
 OutputPlan PlanWriter::make_function(UserFunctionValue& function) {
   OutputPlan made = make_function_itself(function);

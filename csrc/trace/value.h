@@ -544,8 +544,13 @@ class ObjectValue : public Value {
   // A set or frozenset subclass instance's members, likewise.
   std::shared_ptr<SetValue> set_storage(Tracer& tracer);
   bool has_set_storage() const { return static_cast<bool>(members_); }
-  // The dict or set holding the items of an instance of a dict or set subclass; null for
-  // other classes.
+  // A list or tuple subclass instance's items, likewise.
+  std::shared_ptr<SequenceValue> sequence_storage(Tracer& tracer);
+  bool has_sequence_storage() const { return static_cast<bool>(sequence_); }
+  bool is_list_subclass() const;
+  bool is_tuple_subclass() const;
+  // The dict, set, list or tuple holding the items of an instance of a subclass of one; null
+  // for other classes.
   ValuePtr builtin_items(Tracer& tracer);
   // Whether the class derives from set or frozenset (and which).
   bool is_set_subclass() const;
@@ -573,6 +578,7 @@ class ObjectValue : public Value {
   py::Ref<> type_, real_;
   std::shared_ptr<DictValue> items_;
   std::shared_ptr<SetValue> members_;
+  std::shared_ptr<SequenceValue> sequence_;
   ValuePtr exposed_dict_;  // an object from outside: its __dict__, once the trace read it
 };
 

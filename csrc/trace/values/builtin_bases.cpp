@@ -8,6 +8,7 @@
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/iterators.h"
+#include "trace/values/list_methods.h"
 #include "trace/values/sets.h"
 
 namespace bytegraph::trace {
@@ -26,9 +27,36 @@ bool ObjectValue::is_set_subclass() const {
 
 bool ObjectValue::is_frozenset_subclass() const { return subtype_of(type_.get(), &PyFrozenSet_Type); }
 
+bool ObjectValue::is_list_subclass() const { return subtype_of(type_.get(), &PyList_Type); }
+
+bool ObjectValue::is_tuple_subclass() const { return subtype_of(type_.get(), &PyTuple_Type); }
+
+std::shared_ptr<SequenceValue> ObjectValue::sequence_storage(Tracer& tracer) {
+  if (sequence_) return sequence_;
+  if (!is_list_subclass() && !is_tuple_subclass()) unsupported("unsupported_call", repr() + " is not a list or tuple");
+  if (is_new()) {
+    sequence_ = std::make_shared<SequenceValue>(is_list_subclass(), Args{});
+    return sequence_;
+  }
+  // Items of a list or tuple subclass from outside: read from the base's own storage (not
+  // through the class's __getitem__), the length guarded and each item through its source;
+  // changes are written back through list's own methods.
+  if (!source()) unsupported("unsupported_call", "the items of " + repr() + ", which the trace has no name for");
+  const Py_ssize_t size = Py_SIZE(real_.get());
+  Args items;
+  for (Py_ssize_t i = 0; i < size; ++i) {
+    PyObject* item = is_list_subclass() ? PyList_GET_ITEM(real_.get(), i) : PyTuple_GET_ITEM(real_.get(), i);
+    items.push_back(tracer.wrap(item, guards::stored_item_source(source(), check(PyLong_FromSsize_t(i)))));
+  }
+  tracer.guards.add(GuardLog::Kind::Length, source(), nullptr, size);
+  sequence_ = std::make_shared<SequenceValue>(is_list_subclass(), std::move(items));
+  return sequence_;
+}
+
 ValuePtr ObjectValue::builtin_items(Tracer& tracer) {
   if (items_ || subtype_of(type_.get(), &PyDict_Type)) return dict_storage(tracer);
   if (members_ || is_set_subclass()) return set_storage(tracer);
+  if (sequence_ || is_list_subclass() || is_tuple_subclass()) return sequence_storage(tracer);
   return nullptr;
 }
 
@@ -55,7 +83,7 @@ std::shared_ptr<DictValue> ObjectValue::dict_storage(Tracer& tracer) {
     PyObject* k = PyList_GET_ITEM(ordered.get(), i);
     for (const auto& [entry_key, entry_item] : entries) {
       if (entry_key.get() != k) continue;
-      items_->set_item(k, tracer.wrap(entry_item.get(), guards::item_source(source(), entry_key.copy())));
+      items_->set_item(k, tracer.wrap(entry_item.get(), guards::stored_item_source(source(), entry_key.copy())));
     }
     check_status(PyList_Append(keys.get(), k));
   }
@@ -87,9 +115,64 @@ std::shared_ptr<SetValue> ObjectValue::set_storage(Tracer& tracer) {
 
 // dict's or set's own method `name` on the items of a subclass instance; null for a method
 // neither base has here.
+namespace {
+
+bool list_method_mutates(const std::string& name) {
+  for (const char* mutating : {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__",
+                               "__delitem__", "__iadd__", "__imul__"})
+    if (name == mutating) return true;
+  return false;
+}
+
+// list's or tuple's own method `name` on a subclass instance's items.
+ValuePtr call_sequence_base_method(Tracer& tracer, const std::shared_ptr<ObjectValue>& self, const std::string& name,
+                                   const Args& args) {
+  std::shared_ptr<SequenceValue> items = self->sequence_storage(tracer);
+  const bool mutates = list_method_mutates(name);
+  if (mutates && !self->is_list_subclass()) return nullptr;
+  if (name == "__init__") {
+    if (self->is_tuple_subclass()) return ConstantValue::none();  // tuple.__new__ took the items
+    if (args.size() > 1) raise_error("bad_call", PyExc_TypeError, "list expected at most 1 argument, got " + std::to_string(args.size()));
+    tracer.will_mutate(self);
+    tracer.journal.save(items);
+    items->items.clear();
+    if (!args.empty()) items->get_attr(tracer, "extend")->call(tracer, args, {});
+    return ConstantValue::none();
+  }
+  if (mutates) tracer.will_mutate(self);
+  tracer.journal.save(items);
+  if (name == "__getitem__" && args.size() == 1) return items->get_item(tracer, args[0]);
+  if (name == "__setitem__" && args.size() == 2) {
+    assign_list_item(tracer, items, args[0], args[1]);
+    return ConstantValue::none();
+  }
+  if (name == "__delitem__" && args.size() == 1) {
+    assign_list_item(tracer, items, args[0], nullptr);
+    return ConstantValue::none();
+  }
+  if (name == "__len__" && args.empty()) return ConstantValue::make(check(PyLong_FromSize_t(items->items.size())));
+  if (name == "__contains__" && args.size() == 1) return make_bool(contains(tracer, items, args[0]));
+  if (name == "__iter__" && args.empty()) return iterate(tracer, items, "iter");
+  if ((name == "__eq__" || name == "__ne__" || name == "__lt__" || name == "__le__" || name == "__gt__" || name == "__ge__" ||
+       name == "__add__" || name == "__mul__" || name == "__rmul__") && args.size() == 1) {
+    // The base's operator on the items: a plain list or tuple of them against the other side.
+    ValuePtr plain = std::make_shared<SequenceValue>(items->is_list(), items->items);
+    std::string op = name.substr(2, name.size() - 4);
+    if (op == "rmul") op = "mul";
+    return apply_operator(tracer, operator_function(op.c_str()), {plain, args[0]});
+  }
+  if (is_list_method(name, items->is_list()) || name == "append" || name == "extend" || name == "insert" || name == "pop" ||
+      name == "index" || name == "count")
+    return items->get_attr(tracer, name)->call(tracer, args, {});
+  return nullptr;
+}
+
+}  // namespace
+
 ValuePtr call_base_method(Tracer& tracer, const std::shared_ptr<ObjectValue>& self, const std::string& name,
                           const Args& args) {
   if (self->is_set_subclass()) return call_set_base_method(tracer, self, name, args);
+  if (self->is_list_subclass() || self->is_tuple_subclass()) return call_sequence_base_method(tracer, self, name, args);
   if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(self->python_type()), &PyDict_Type)) return nullptr;
   std::shared_ptr<DictValue> items = self->dict_storage(tracer);
   if (name == "__setitem__" && args.size() == 2) {

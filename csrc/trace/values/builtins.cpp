@@ -325,21 +325,30 @@ ValuePtr reduce_items(Tracer& tracer, const char* which, const Args& args) {
   unsupported("unsupported_call", std::string(which) + " over non-constant values");
 }
 
-// tuple.__new__(cls[, iterable]), which namedtuple's _make calls: a tuple of class cls (a named
-// tuple class or tuple itself); null for other calls.
-ValuePtr call_tuple_new(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
-  if (!PyCFunction_Check(function) || PyCFunction_GET_SELF(function) != (PyObject*)&PyTuple_Type ||
-      std::strcmp(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "__new__") != 0)
+// tuple.__new__(cls[, iterable]) (which namedtuple's _make calls) and list.__new__(cls): a tuple
+// of class cls (a named tuple class, a subclass, tuple itself) or an empty list of class cls
+// whose __init__ has not run; null for other calls.
+ValuePtr call_sequence_new(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
+  if (!PyCFunction_Check(function) || std::strcmp(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_name, "__new__") != 0)
     return nullptr;
-  if (args.empty() || args.size() > 2 || !kwargs.empty()) return nullptr;
+  PyObject* owner = PyCFunction_GET_SELF(function);
+  const bool is_list = owner == (PyObject*)&PyList_Type;
+  if (owner != (PyObject*)&PyTuple_Type && !is_list) return nullptr;
+  if (args.empty() || (!is_list && args.size() > 2) || !kwargs.empty()) return nullptr;
   PyObject* type = args[0]->real_object();
-  if (type == nullptr || !PyType_Check(type)) return nullptr;
-  const bool plain = type == (PyObject*)&PyTuple_Type;
-  if (!plain && !named_tuple_fields(type)) return nullptr;
-  Args items = args.size() == 1 ? Args{} : unpack_or_fail(tracer, args[1], "tuple.__new__");
-  auto tuple = std::make_shared<SequenceValue>(false, std::move(items));
-  if (!plain) tuple->tuple_type = py::Ref<>::newref(type);
-  return tuple;
+  if (type == nullptr || !PyType_Check(type) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), reinterpret_cast<PyTypeObject*>(owner)))
+    return nullptr;
+  const bool plain = type == owner;
+  Args items = is_list || args.size() == 1 ? Args{} : unpack_or_fail(tracer, args[1], "tuple.__new__");
+  if (plain || named_tuple_fields(type)) {
+    auto made = std::make_shared<SequenceValue>(is_list, std::move(items));
+    if (!plain) made->tuple_type = py::Ref<>::newref(type);
+    return made;
+  }
+  auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
+  object->class_source = args[0]->source();
+  object->sequence_storage(tracer)->items = std::move(items);
+  return object;
 }
 
 ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
@@ -348,7 +357,7 @@ ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, 
     Args items = args.empty() ? Args{} : unpack_or_fail(tracer, args[0], is_list ? "list" : "tuple");
     return std::make_shared<SequenceValue>(is_list, std::move(items));
   }
-  if (ValuePtr made = call_tuple_new(tracer, function, args, kwargs)) return made;
+  if (ValuePtr made = call_sequence_new(tracer, function, args, kwargs)) return made;
   if (function == builtin("dict")) {
     auto dict = std::make_shared<DictValue>();
     if (!args.empty()) {

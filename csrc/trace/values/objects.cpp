@@ -294,6 +294,7 @@ bool ObjectValue::truthy(Tracer& tracer) const {
 
 ValuePtr ObjectValue::get_item(Tracer& tracer, const ValuePtr& key) {
   if (ValuePtr result = inline_special(tracer, "__getitem__", {key})) return result;
+  if (sequence_ || is_list_subclass() || is_tuple_subclass()) return sequence_storage(tracer)->get_item(tracer, key);
   if (items_ || PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)) {
     std::shared_ptr<DictValue> items = dict_storage(tracer);
     if (items->find(dict_key(tracer, key, "unsupported_subscript").get()) < 0) {
@@ -308,7 +309,7 @@ ValuePtr ObjectValue::get_item(Tracer& tracer, const ValuePtr& key) {
 
 void ObjectValue::set_item(Tracer& tracer, const ValuePtr& key, const ValuePtr& value) {
   if (inline_special(tracer, "__setitem__", {key, value})) return;
-  if (PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type)) {
+  if (PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type_.get()), &PyDict_Type) || is_list_subclass()) {
     ObjectSlotValue(std::static_pointer_cast<ObjectValue>(shared_from_this()), "__setitem__").call(tracer, {key, value}, {});
     return;
   }
@@ -526,7 +527,8 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
   for (PyTypeObject* base = as_type; base != nullptr; base = base->tp_base) {
     // Builtin bases other than object, dict and set keep state the symbolic object cannot model.
     if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) && base != &PyBaseObject_Type && base != &PyDict_Type &&
-        base != &PySet_Type && base != &PyFrozenSet_Type && !is_builtin_dict_class(base))
+        base != &PySet_Type && base != &PyFrozenSet_Type && base != &PyList_Type && base != &PyTuple_Type &&
+        !is_builtin_dict_class(base))
       unsupported("unsupported_call", "making an instance of " + repr() + " (a " + base->tp_name + ")");
   }
   auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
@@ -543,6 +545,17 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     object->set_storage(tracer)->assign(members->keys(false).get(), {members});
   } else if (object->is_set_subclass()) {
     object->set_storage(tracer);
+  } else if (object->is_tuple_subclass()) {
+    // tuple.__new__ takes the items, as frozenset's does.
+    if (!kwargs.empty()) raise_error("bad_call", PyExc_TypeError, std::string(as_type->tp_name) + "() takes no keyword arguments");
+    if (args.size() > 1)
+      raise_error("bad_call", PyExc_TypeError, std::string(as_type->tp_name) + " expected at most 1 argument, got " + std::to_string(args.size()));
+    ValuePtr made = tracer.wrap(reinterpret_cast<PyObject*>(&PyTuple_Type), nullptr)->call(tracer, args, {});
+    auto items = made->unpack(tracer);
+    if (!items) throw InternalError("tuple() did not make a tuple");
+    object->sequence_storage(tracer)->items = *items;
+  } else if (object->is_list_subclass()) {
+    object->sequence_storage(tracer);
   }
   PyObject* init = type_lookup(type, "__init__");
   if (init != nullptr && PyFunction_Check(init)) {
@@ -571,6 +584,11 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     for (size_t i = 0; i < dict->keys.size(); ++i) storage->set_item(dict->keys[i].get(), dict->values[i]);
   } else if (object->is_set_subclass()) {
     if (!object->is_frozenset_subclass()) call_set_base_method(tracer, object, "__init__", args);
+  } else if (object->is_list_subclass()) {
+    if (!kwargs.empty()) raise_error("bad_call", PyExc_TypeError, "list() takes no keyword arguments");
+    call_base_method(tracer, object, "__init__", args);
+  } else if (object->is_tuple_subclass()) {
+    // Made by tuple.__new__ above; object.__init__ ignores the arguments.
   } else if (!args.empty() || !kwargs.empty()) {
     raise_error("bad_call", PyExc_TypeError, repr() + "() takes no arguments");
   }
