@@ -190,7 +190,12 @@ class FrameConverter:
             return None
         gm = result.graph_module
         compiled, graph_name = None, None
-        if result.op_count > 0:
+        mode_switch = _grad_mode_switch_only(gm) if result.op_count > 0 else None
+        if mode_switch is not None:
+            # A graph that only switches grad mode (a `with torch.no_grad():` entered before a
+            # break) goes to no backend: the generated code switches the mode itself.
+            compiled = mode_switch
+        elif result.op_count > 0:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
             backend = _distributed.backend_for_graph(self._compiler(), graph_name)
@@ -202,7 +207,7 @@ class FrameConverter:
             _add_shape_guards(result, code)
         with record.phase("codegen"):
             on_failure = None
-            if compiled is not None:
+            if graph_name is not None:
                 compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name,
                                                                          grad_enabled_at_entry)
                 _readable_code.name_constant(compiled, graph_name)
@@ -313,6 +318,27 @@ class FrameConverter:
             f"FrameConverter(backend={self.compiler_fn!r}, fullgraph={self.fullgraph}, "
             f"dynamic={self.dynamic})"
         )
+
+
+def _grad_mode_switch_only(gm):
+    """For a graph whose only nodes are torch._C._set_grad_enabled calls (no inputs, no
+    outputs): a callable that leaves grad mode as the graph would (its last switch); else None."""
+    last = None
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled and len(node.args) == 1:
+            last = node.args[0]
+        elif node.op == "output":
+            if node.args not in (((),), ([],)):
+                return None
+        else:
+            return None
+    if not isinstance(last, bool):
+        return None
+
+    def switch_grad_mode(*_):
+        torch._C._set_grad_enabled(last)
+        return ()
+    return switch_grad_mode
 
 
 def _frame_module():

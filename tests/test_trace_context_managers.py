@@ -242,3 +242,20 @@ def test_set_grad_enabled_objects_switch_when_made_and_survive_a_break():
     counter = CompileCounter()
     assert same(bytegraph.compile(redundant_block, backend=counter, fullgraph=True)(x), redundant_block(x))
     assert counter.op_count == 1
+
+
+def test_a_graph_that_only_switches_grad_mode_goes_to_no_backend():
+    def f(x):
+        with torch.no_grad():
+            bytegraph.graph_break()
+            y = x * 2
+        return y, torch.is_grad_enabled()
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    x = torch.ones(2, requires_grad=True)
+    for _ in range(2):
+        assert same(compiled(x), f(x))
+        assert torch.is_grad_enabled()
+    # The switch before the break is no graph of its own; the code after the break is one.
+    assert counter.frame_count == 1
