@@ -55,10 +55,20 @@ class OptimizedModule(torch.nn.Module):
         object.__setattr__(self, "_initialized", True)
 
     def __call__(self, *args, **kwargs):
+        self._initialize_lazy(args, kwargs)
         return self._compiled_call(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
+        self._initialize_lazy(args, kwargs)
         return self._compiled_call(*args, **kwargs)
+
+    def _initialize_lazy(self, args, kwargs):
+        # A lazy module (LazyModuleMixin) makes its parameters on its first call, in a forward
+        # pre-hook; that runs here, uncompiled, as the eager first call runs it, so the compiled
+        # call sees the module as it is from then on.
+        module = self._orig_mod
+        if isinstance(module, torch.nn.modules.lazy.LazyModuleMixin) and hasattr(module, "_initialize_hook"):
+            module._infer_parameters(module, args, kwargs)
 
     @property
     def training(self):

@@ -183,3 +183,35 @@ def test_tensor_methods_used_as_functions():
 
     result = check(f, torch.ones(2), torch.arange(2.0))
     assert torch.Tensor.add in targets(result, "call_function")
+
+
+def test_lazy_modules_are_initialized_by_their_first_call_as_eagerly():
+    import bytegraph
+    from bytegraph.testing import CompileCounter
+
+    class LazyMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.LazyLinear(10)
+            self.fc2 = nn.LazyLinear(1)
+
+        def forward(self, x):
+            return self.fc2(F.relu(self.fc1(x)))
+
+    x = torch.randn(2, 5)
+    for compile_root in (True, False):
+        torch.manual_seed(0)
+        eager_model = LazyMLP()
+        torch.manual_seed(0)
+        model = LazyMLP()
+        counter = CompileCounter()
+        # The model compiled itself (its first call's pre-hook runs before the compiled call), or
+        # called from a compiled function (the hook runs where the trace calls it).
+        compiled = bytegraph.compile(model if compile_root else (lambda x: model(x)), backend=counter, fullgraph=True)
+        torch.manual_seed(1)
+        expected = eager_model(x)
+        torch.manual_seed(1)
+        assert torch.allclose(compiled(x), expected)
+        assert type(model.fc1) is nn.Linear and model.fc1.weight.shape == (10, 5)
+        assert torch.allclose(compiled(x), eager_model(x))
+        assert counter.frame_count == 1

@@ -23,6 +23,7 @@ struct Bridge {
   py::Ref<> tensor_type;     // torch.Tensor
   py::Ref<> module_type;     // torch.nn.Module
   py::Ref<> module_call;     // torch.nn.Module.__call__
+  py::Ref<> lazy_infer_code;  // the code of LazyModuleMixin._infer_parameters
   py::Ref<> getitem;         // operator.getitem
   py::Ref<> getattr;         // builtins.getattr
   py::Ref<> linecache_getline;

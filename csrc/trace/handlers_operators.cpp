@@ -144,18 +144,6 @@ void binary_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
   frame.push(container->get_item(tracer, key));
 }
 
-void binary_slice(Tracer& tracer, FrameState& frame, const Instruction&) {
-  ValuePtr stop = frame.pop();
-  ValuePtr start = frame.pop();
-  ValuePtr container = frame.pop();
-  if (ValuePtr slice = symbolic_slice({start, stop})) {
-    frame.push(container->get_item(tracer, slice));
-    return;
-  }
-  if (!start->is_constant() || !stop->is_constant()) unsupported("unsupported_subscript", "slice with symbolic bounds");
-  py::Ref<> slice = check(PySlice_New(start->constant(), stop->constant(), nullptr));
-  frame.push(container->get_item(tracer, ConstantValue::make(std::move(slice))));
-}
 
 // The name CPython's messages give the value's class (tp_name).
 std::string type_name(const Value& value) {
@@ -163,10 +151,21 @@ std::string type_name(const Value& value) {
   return type && PyType_Check(type) ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "tuple";
 }
 
-void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
-  ValuePtr key = frame.pop();
+// A slice of the two bounds BINARY_SLICE and STORE_SLICE take (3.12+).
+ValuePtr slice_of(const ValuePtr& start, const ValuePtr& stop) {
+  if (ValuePtr slice = symbolic_slice({start, stop})) return slice;
+  if (!start->is_constant() || !stop->is_constant()) unsupported("unsupported_subscript", "slice with symbolic bounds");
+  return ConstantValue::make(check(PySlice_New(start->constant(), stop->constant(), nullptr)));
+}
+
+void binary_slice(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr stop = frame.pop();
+  ValuePtr start = frame.pop();
   ValuePtr container = frame.pop();
-  ValuePtr value = frame.pop();
+  frame.push(container->get_item(tracer, slice_of(start, stop)));
+}
+
+void store_item(Tracer& tracer, const ValuePtr& container, const ValuePtr& key, const ValuePtr& value) {
   if (auto* seq = dynamic_cast<SequenceValue*>(container.get())) {
     if (!seq->is_list())
       raise_error("python_error", PyExc_TypeError, "'" + type_name(*container) + "' object does not support item assignment");
@@ -197,6 +196,22 @@ void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
     return;
   }
   unsupported("unsupported_subscript", "assigning an item of " + container->repr());
+}
+
+void store_subscr(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr key = frame.pop();
+  ValuePtr container = frame.pop();
+  ValuePtr value = frame.pop();
+  store_item(tracer, container, key, value);
+}
+
+// 3.12+: container[start:stop] = value.
+void store_slice(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr stop = frame.pop();
+  ValuePtr start = frame.pop();
+  ValuePtr container = frame.pop();
+  ValuePtr value = frame.pop();
+  store_item(tracer, container, slice_of(start, stop), value);
 }
 
 // `del container[key]`.
@@ -237,6 +252,7 @@ void register_operator_handlers(HandlerTable& table) {
   table.add(op::BINARY_SUBSCR, binary_subscr);
   table.add(Family::kBinarySlice, binary_slice);
   table.add(op::STORE_SUBSCR, store_subscr);
+  table.add(Family::kStoreSlice, store_slice);
   table.add(op::DELETE_SUBSCR, delete_subscr);
   table.add(Family::kToBool, to_bool);
 }

@@ -89,6 +89,7 @@ guards::SourcePtr held_globals_source(PyObject* globals) {
 
 ValuePtr Tracer::inline_call(const UserFunctionValue& function, const Args& args, const KwArgs& kwargs) {
   if (inline_depth_ >= kMaxInlineDepth) unsupported("recursion_limit", "inlining deeper than 64 calls");
+  if (function.code.get() == Bridge::get().lazy_infer_code.get()) return initialize_lazy_module(*this, args, kwargs);
   CodeInfo& info = code_info(function.code.get());
   if (info.flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
     unsupported("generator", "calling the coroutine function " + function.name);

@@ -453,6 +453,10 @@ class FoldedCallValue : public Value {
   py::Ref<> function_, result_;
 };
 
+// LazyModuleMixin._infer_parameters(module, args, kwargs) called in the trace (the forward
+// pre-hook of a lazy module's first call): run for real on the arguments' example values.
+ValuePtr initialize_lazy_module(Tracer& tracer, const Args& args, const KwArgs& kwargs);
+
 // ---- objects --------------------------------------------------------------------------
 // An nn.Module instance. Leaf torch.nn modules are recorded as call_module nodes; other
 // modules are inlined by calling type(m).forward with self.

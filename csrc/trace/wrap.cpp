@@ -327,6 +327,11 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       bool pinned = !made_before_a_break(source);
       guards.add(pinned ? K::Id : K::Type, source, pinned ? real : (PyObject*)Py_TYPE(real));
       if (source) {
+        // A module inside its own __init__, before torch.nn.Module.__init__ ran, has none of a
+        // module's state yet: nothing about it is a module's to trace.
+        py::Ref<> dict = check(PyObject_GenericGetDict(real, nullptr));
+        if (PyDict_GetItemString(dict.get(), "_parameters") == nullptr)
+          unsupported("unsupported_call", std::string("a ") + Py_TYPE(real)->tp_name + " whose torch.nn.Module.__init__ has not run");
         py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
         guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
       }

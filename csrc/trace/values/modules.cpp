@@ -158,7 +158,72 @@ void ModuleValue::set_attr(Tracer& tracer, const std::string& name, const ValueP
   attrs.emplace_back(name, value);
 }
 
+namespace {
+
+// What a lazy module's first call is given, as example values: the fake tensors (named tuples
+// made again, their fields read by name).
+py::Ref<> example_argument(Tracer& tracer, const ValuePtr& value) {
+  if (auto* tuple = dynamic_cast<SequenceValue*>(value.get()); tuple && tuple->tuple_type && !tuple->is_size()) {
+    py::Ref<> items = check(PyList_New(0));
+    for (const auto& item : tuple->items) check_status(PyList_Append(items.get(), example_argument(tracer, item).get()));
+    py::Ref<> make = check(PyObject_GetAttrString(tuple->tuple_type.get(), "_make"));
+    return check(PyObject_CallOneArg(make.get(), items.get()));
+  }
+  return value->as_graph_arg(tracer, ArgMode::Fake);
+}
+
+}  // namespace
+
+// torch.nn's lazy modules (LazyLinear, LazyModuleMixin) make their parameters on the first
+// call, from the shapes of its arguments, in a forward pre-hook (_infer_parameters). That runs
+// for real, given the arguments' example values, as the eager first call runs it: the trace
+// then sees the module as it is from then on (its parameters made, its class the one it
+// becomes).
+namespace {
+
+void infer_lazy_parameters(Tracer& tracer, PyObject* module, const Args& args, const KwArgs& kwargs) {
+  py::Ref<> positional = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  py::Ref<> named = check(PyDict_New());
+  try {
+    for (size_t i = 0; i < args.size(); ++i)
+      PyTuple_SET_ITEM(positional.get(), static_cast<Py_ssize_t>(i), example_argument(tracer, args[i]).release());
+    for (const auto& [name, value] : kwargs)
+      check_status(PyDict_SetItemString(named.get(), name.c_str(), example_argument(tracer, value).get()));
+  } catch (const Unsupported& error) {
+    unsupported("unsupported_call", "the first call of the lazy module " + py_repr((PyObject*)Py_TYPE(module)) + " with " + error.what());
+  }
+  py::Ref<> infer = check(PyObject_GetAttrString(module, "_infer_parameters"));
+  py::Ref<> result = py::Ref<>::steal(PyObject_CallFunctionObjArgs(infer.get(), module, positional.get(), named.get(), nullptr));
+  if (!result) {
+    PythonError error = PythonError::fetch();
+    unsupported("unsupported_call", "initializing the lazy module " + py_repr((PyObject*)Py_TYPE(module)) + " raised " + error.what());
+  }
+}
+
+}  // namespace
+
+ValuePtr initialize_lazy_module(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  // _infer_parameters(self, module, args, kwargs=None)
+  if (args.size() < 3 || args.size() > 4 || !kwargs.empty() || !args[1]->real_object())
+    unsupported("unsupported_call", "LazyModuleMixin._infer_parameters with these arguments");
+  auto positional = args[2]->unpack(tracer);
+  if (!positional) unsupported("unsupported_call", "a lazy module's first call with arguments " + args[2]->repr());
+  KwArgs named;
+  if (args.size() == 4 && !(args[3]->is_constant() && args[3]->constant() == Py_None)) {
+    auto* keywords = dynamic_cast<DictValue*>(args[3].get());
+    if (keywords == nullptr) unsupported("unsupported_call", "keyword arguments " + args[3]->repr());
+    for (size_t i = 0; i < keywords->keys.size(); ++i) {
+      if (!PyUnicode_Check(keywords->keys[i].get())) unsupported("unsupported_call", "keyword arguments " + args[3]->repr());
+      named.emplace_back(PyUnicode_AsUTF8(keywords->keys[i].get()), keywords->values[i]);
+    }
+  }
+  infer_lazy_parameters(tracer, args[1]->real_object(), *positional, named);
+  return ConstantValue::none();
+}
+
 ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  // A lazy module's first call: its parameters made before its hooks and attributes are read.
+  if (PyObject_HasAttrString(module_.get(), "_initialize_hook")) infer_lazy_parameters(tracer, module_.get(), args, kwargs);
   if (has_backward_hooks(module_.get())) unsupported("module_hooks", repr() + " has backward hooks");
   PyObject* type = (PyObject*)Py_TYPE(module_.get());
   const Bridge& bridge = Bridge::get();
