@@ -274,6 +274,11 @@ _PURE_TORCH_QUERIES = frozenset(id(fn) for fn in (
     torch.is_grad_enabled, torch.get_default_dtype, torch.is_inference_mode_enabled,
     torch.are_deterministic_algorithms_enabled, torch.cuda.is_available, torch.cuda.device_count,
     torch.is_autocast_enabled, torch.get_autocast_dtype if hasattr(torch, "get_autocast_dtype") else None,
+    # The per-device forms of those and whether a device type has autocast at all (a fact of
+    # the build); the global-state guard compares each autocast setting once a trace read one.
+    getattr(torch, "get_autocast_gpu_dtype", None), getattr(torch, "get_autocast_cpu_dtype", None),
+    getattr(torch, "is_autocast_cpu_enabled", None), getattr(torch._C, "_is_autocast_available", None),
+    getattr(torch._C, "_is_any_autocast_enabled", None),
     torch.backends.mps.is_available, torch.distributed.is_available,
     torch._C._infer_size,  # the broadcast shape of two sizes: an error, or the same answer each time
 ) if fn is not None)

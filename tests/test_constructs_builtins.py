@@ -206,3 +206,18 @@ def test_infer_size_of_static_sizes_folds_and_its_errors_are_catchable():
     result, expected = compiled(x, y), f(x, y)
     assert type(result[0]) is torch.Size and result[0] == expected[0] and result[2] == expected[2]
     assert torch.equal(result[1], expected[1]) and counter.frame_count == 1
+
+
+def test_iterators_of_builtin_containers_have_their_types_and_length_hints():
+    range_iterator = type(iter(range(0)))
+
+    def f(a, b):
+        it = range(5).__iter__()
+        listed = iter([1, 2, 3])
+        next(listed)
+        members = iter({1, 2})
+        known = isinstance(it, range_iterator) and isinstance(listed, type(iter([])))
+        hints = listed.__length_hint__(), operator.length_hint(members)
+        return (a + b if known else a - b), hints, sum([a, b], start=a)
+
+    capture(f, torch.ones(1), torch.ones(1), ops=3)

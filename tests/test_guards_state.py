@@ -93,6 +93,28 @@ def test_autocast_entered_after_compiling_recompiles():
     check_state_change(build)
 
 
+@pytest.mark.parametrize("query", [
+    lambda: torch._C._is_any_autocast_enabled(),
+    lambda: torch.is_autocast_cpu_enabled(),
+    lambda: torch._C._is_autocast_available("cpu") and torch.is_autocast_enabled("cpu"),
+], ids=["any", "cpu", "available-and-enabled"])
+def test_autocast_queries_folded_in_the_trace_are_guarded(query):
+    def build():
+        def f(x):
+            return x * 2 if query() else x * 3
+        return (f, *entered(lambda: torch.autocast("cpu")))
+    check_state_change(build)
+
+
+def test_the_cpu_autocast_dtype_read_by_its_own_query_is_guarded():
+    def build():
+        def f(x):
+            return x * 2 if torch.get_autocast_cpu_dtype() == torch.bfloat16 else x * 3
+        return (f, *with_setting(lambda: torch.set_autocast_dtype("cpu", torch.float16),
+                                 lambda: torch.set_autocast_dtype("cpu", torch.bfloat16)))
+    check_state_change(build)
+
+
 def test_ops_under_autocast_compute_in_its_dtype():
     def build():
         def f(x):

@@ -241,6 +241,10 @@ class IteratorValue : public Value {
   IteratorValue(std::shared_ptr<SequenceValue> list, long enumerate_start)
       : list_(std::move(list)), enumerating_(true), enumerate_start_(enumerate_start) {}
   std::string repr() const override;
+  // The builtin iterator type CPython's iter() gives for what it iterates (list_iterator,
+  // dict_keyiterator, ...); unknown (null) for the iterators of zip(), enumerate() and others.
+  PyObject* python_type() const override { return type_.get(); }
+  void set_python_type(PyObject* type) { type_ = type ? py::Ref<>::newref(type) : py::Ref<>(); }
   ValuePtr next();  // null when exhausted
   std::optional<Args> unpack(Tracer& tracer) override;
   bool is_iterator() const override { return true; }
@@ -270,6 +274,7 @@ class IteratorValue : public Value {
   std::shared_ptr<DictValue> watched_;
   size_t watched_size_ = 0;
   size_t position_ = 0;
+  py::Ref<> type_;
 };
 
 // A closure cell. Cells of the traced function come from its real closure; cells made by

@@ -573,6 +573,8 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   }
   if ((function == builtin("min") || function == builtin("max") || function == builtin("sum")) && kwargs.empty())
     return reduce_items(tracer, function == builtin("min") ? "min" : function == builtin("max") ? "max" : "sum", args);
+  if (function == builtin("sum") && args.size() == 1 && kwargs.size() == 1 && kwargs[0].first == "start")
+    return reduce_items(tracer, "sum", {args[0], kwargs[0].second});  // sum(xs, start=s)
   if (ValuePtr built = call_constructor(tracer, function, args, kwargs)) return built;
   if (function == builtin("abs") && args.size() == 1 && args[0]->is_tensor())
     return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);

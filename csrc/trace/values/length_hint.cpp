@@ -59,12 +59,15 @@ std::optional<Py_ssize_t> length_of(Tracer& tracer, const ValuePtr& obj) {
   }
 }
 
-// A list iterator's hint is what is left of the list (listiter_len); the tracer's other
-// iterators stand for several real types, some without a hint (zip), so they are not answered.
-Py_ssize_t iterator_hint(const IteratorValue& iterator) {
-  if (!iterator.live_list() || iterator.enumerate_start())
+// A builtin container's iterator's hint is what is left of it (listiter_len, setiter_len, ...);
+// the tracer's other iterators (zip's, enumerate's) have no known type and no hint here.
+std::optional<Py_ssize_t> iterator_hint(const IteratorValue& iterator) {
+  PyObject* type = iterator.python_type();
+  if (type == nullptr || iterator.enumerate_start())
     unsupported("unsupported_builtin", "operator.length_hint of " + iterator.repr());
-  const size_t size = iterator.live_list()->items.size();
+  py::Ref<> key = check(PyUnicode_InternFromString("__length_hint__"));
+  if (_PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), key.get()) == nullptr) return std::nullopt;
+  const size_t size = iterator.size();
   return size > iterator.position() ? static_cast<Py_ssize_t>(size - iterator.position()) : 0;
 }
 

@@ -7,6 +7,7 @@
 #include "trace/tracer.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/sets.h"
 
 namespace bytegraph::trace {
 
@@ -108,9 +109,32 @@ ValuePtr make_bool(bool value) { return ConstantValue::make(py::Ref<>::newref(va
 
 std::string ConstantValue::repr() const { return "ConstantVariable(" + py_repr(object_.get()) + ")"; }
 
+namespace {
+
+// `constant.__iter__`: called, an iterator over the constant's items, as iter(constant).
+class ConstantIterMethodValue : public Value {
+ public:
+  explicit ConstantIterMethodValue(ValuePtr constant) : constant_(std::move(constant)) {}
+  std::string repr() const override { return "GetAttrVariable(" + constant_->repr() + ", __iter__)"; }
+  std::pair<ValuePtr, std::string> bound_attribute() const override { return {constant_, "__iter__"}; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    if (!args.empty() || !kwargs.empty()) raise_error("bad_call", PyExc_TypeError, "__iter__() takes no arguments");
+    ValuePtr iterator = iterator_over(tracer, constant_);
+    if (!iterator) unsupported("unsupported_iteration", "iterating over " + constant_->repr());
+    return iterator;
+  }
+
+ private:
+  ValuePtr constant_;
+};
+
+}  // namespace
+
 ValuePtr ConstantValue::get_attr(Tracer&, const std::string& name) {
   // Attributes of immutable constants are constants (or bound methods of them, which fold
-  // when called on constants).
+  // when called on constants); an iterator is state, made as iter() makes it.
+  if (name == "__iter__" && PyObject_HasAttrString(object_.get(), "__iter__"))
+    return std::make_shared<ConstantIterMethodValue>(shared_from_this());
   PyObject* attribute = PyObject_GetAttrString(object_.get(), name.c_str());
   if (attribute == nullptr) {
     PythonError error = PythonError::fetch();
@@ -193,11 +217,53 @@ class IteratorSetStateValue : public Value {
   std::shared_ptr<IteratorValue> iterator_;
 };
 
+class IteratorLengthHintValue : public Value {
+ public:
+  explicit IteratorLengthHintValue(std::shared_ptr<IteratorValue> iterator) : iterator_(std::move(iterator)) {}
+  std::string repr() const override { return "GetAttrVariable(" + iterator_->repr() + ", __length_hint__)"; }
+  ValuePtr call(Tracer&, const Args& args, const KwArgs& kwargs) override {
+    if (!args.empty() || !kwargs.empty()) raise_error("bad_call", PyExc_TypeError, "__length_hint__() takes no arguments");
+    const size_t size = iterator_->size(), position = iterator_->position();
+    return ConstantValue::make(check(PyLong_FromSize_t(position < size ? size - position : 0)));
+  }
+
+ private:
+  std::shared_ptr<IteratorValue> iterator_;
+};
+
+// type(iter(x)) for x a builtin container, or x itself where it is a constant.
+PyObject* builtin_iterator_type(const ValuePtr& iterable) {
+  static auto type_of_iter = [](PyObject* container) {
+    py::Ref<> iterator = check(PyObject_GetIter(container));
+    return reinterpret_cast<PyObject*>(Py_TYPE(iterator.get()));  // a static builtin type
+  };
+  static PyObject* list_iterator = type_of_iter(check(PyList_New(0)).get());
+  static PyObject* tuple_iterator = type_of_iter(check(PyTuple_New(0)).get());
+  static PyObject* dict_iterator = type_of_iter(check(PyDict_New()).get());
+  static PyObject* set_iterator = type_of_iter(check(PySet_New(nullptr)).get());
+  if (iterable->is_constant()) {
+    py::Ref<> iterator = py::Ref<>::steal(PyObject_GetIter(iterable->constant()));
+    if (!iterator) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    PyTypeObject* type = Py_TYPE(iterator.get());
+    return PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE) ? nullptr : reinterpret_cast<PyObject*>(type);
+  }
+  if (auto* seq = dynamic_cast<SequenceValue*>(iterable.get())) return seq->is_list() ? list_iterator : tuple_iterator;
+  if (dynamic_cast<DictValue*>(iterable.get())) return dict_iterator;
+  if (dynamic_cast<SetValue*>(iterable.get())) return set_iterator;
+  return nullptr;
+}
+
 }  // namespace
 
 ValuePtr IteratorValue::get_attr(Tracer& tracer, const std::string& name) {
   if (name == "__setstate__" && list_ && !enumerating_)
     return std::make_shared<IteratorSetStateValue>(std::static_pointer_cast<IteratorValue>(shared_from_this()));
+  // The builtin iterators' __length_hint__: the items left.
+  if (name == "__length_hint__" && type_ && !enumerating_ && _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type_.get()), check(PyUnicode_InternFromString("__length_hint__")).get()))
+    return std::make_shared<IteratorLengthHintValue>(std::static_pointer_cast<IteratorValue>(shared_from_this()));
   return Value::get_attr(tracer, name);
 }
 
@@ -220,11 +286,15 @@ std::optional<Args> IteratorValue::unpack(Tracer& tracer) {
 }
 
 ValuePtr iterator_over(Tracer& tracer, const ValuePtr& iterable) {
-  if (auto* seq = dynamic_cast<SequenceValue*>(iterable.get()); seq && seq->is_list())
-    return std::make_shared<IteratorValue>(std::static_pointer_cast<SequenceValue>(iterable));
+  if (auto* seq = dynamic_cast<SequenceValue*>(iterable.get()); seq && seq->is_list()) {
+    auto iterator = std::make_shared<IteratorValue>(std::static_pointer_cast<SequenceValue>(iterable));
+    iterator->set_python_type(builtin_iterator_type(iterable));
+    return iterator;
+  }
   auto items = iterable->unpack(tracer);
   if (!items) return nullptr;
   auto iterator = std::make_shared<IteratorValue>(std::move(*items));
+  if (PyObject* type = builtin_iterator_type(iterable)) iterator->set_python_type(type);
   if (dynamic_cast<DictValue*>(iterable.get())) iterator->watch(std::static_pointer_cast<DictValue>(iterable));
   if (auto* view = dynamic_cast<DictViewValue*>(iterable.get())) iterator->watch(view->dict());
   return iterator;
