@@ -387,3 +387,37 @@ def test_list_and_tuple_subclass_instances_made_in_the_trace_are_rebuilt_without
     made, bare, pair, total = bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
     assert type(made) is Strict and len(made) == 3 and type(bare) is Strict and len(bare) == 1
     assert type(pair) is Pair and pair.note == "set in the trace" and total == 3
+
+
+def test_mappings_that_are_no_dicts_are_read_through_keys_and_getitem():
+    class Bag(collections.abc.MutableMapping):
+        def __init__(self):
+            self._store = {}
+
+        def __getitem__(self, key):
+            return self._store[key]
+
+        def __setitem__(self, key, value):
+            self._store[key] = value
+
+        def __delitem__(self, key):
+            del self._store[key]
+
+        def __iter__(self):
+            return iter(self._store)
+
+        def __len__(self):
+            return len(self._store)
+
+    bag = Bag()
+    bag["a"] = torch.ones(2) * 2
+
+    def scaled(x, a=1):
+        return x * a
+
+    def f(x):
+        copied = dict(bag)
+        merged = {**bag, "b": 3}
+        return x * copied["a"] + scaled(x, **bag) + merged["b"]
+
+    capture(f, torch.ones(2), ops=4)

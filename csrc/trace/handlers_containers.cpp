@@ -141,6 +141,8 @@ void map_add(Tracer& tracer, FrameState& frame, const Instruction& inst) {
 void dict_update(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr other = frame.pop();
   auto* source = dynamic_cast<DictValue*>(other.get());
+  std::shared_ptr<DictValue> read;
+  if (source == nullptr && (read = mapping_items(tracer, other))) source = read.get();  // {**m}, f(**m)
   if (source == nullptr) unsupported("unsupported_dict", "updating a dict with " + other->repr());
   auto& dict = dict_at(frame, inst.arg - 1);
   tracer.journal.save(frame.top(inst.arg - 1));

@@ -12,6 +12,7 @@
 
 #include "trace/symbolic.h"
 #include "trace/values/exceptions.h"
+#include "trace/values/generators.h"
 #include "trace/values/keys.h"
 
 namespace bytegraph::trace {
@@ -304,6 +305,27 @@ bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b) {
   PyObject* type_b = b->python_type();
   if (type_a && type_b && type_a != type_b) return false;
   unsupported("unsupported_identity", "cannot decide `is` between " + a->repr() + " and " + b->repr());
+}
+
+std::shared_ptr<DictValue> mapping_items(Tracer& tracer, const ValuePtr& mapping) {
+  auto* object = dynamic_cast<ObjectValue*>(mapping.get());
+  if (object == nullptr) return nullptr;
+  // What CPython asks is whether the object has keys: a class that defines it (read through
+  // the object, so a change to the class is guarded).
+  py::Ref<> name = check(PyUnicode_InternFromString("keys"));
+  auto* type = reinterpret_cast<PyTypeObject*>(object->python_type());
+  if (_PyType_Lookup(type, name.get()) == nullptr) {
+    if (PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE))
+      tracer.guards.add(GuardLog::Kind::LacksAttr, guards::class_source(reinterpret_cast<PyObject*>(type)), name.get());
+    return nullptr;
+  }
+  ValuePtr keys = mapping->get_attr(tracer, "keys")->call(tracer, {}, {});
+  auto items = std::make_shared<DictValue>();
+  auto all = keys->is_iterator() ? std::optional<Args>(drain(tracer, *keys)) : keys->unpack(tracer);
+  if (!all) unsupported("unsupported_dict", "the keys " + keys->repr() + " of " + mapping->repr());
+  for (const ValuePtr& key : *all)
+    items->set_item(dict_key(tracer, key, "unsupported_dict").get(), mapping->get_item(tracer, key));
+  return items;
 }
 
 bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle) {

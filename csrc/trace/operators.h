@@ -30,6 +30,10 @@ ValuePtr from_folded(py::Ref<> result);
 // Identity comparison (`is`), when it is decidable from what the tracer knows.
 // `a is b`, decided at trace time; real objects compared by identity get identity guards.
 bool same_object(Tracer& tracer, const ValuePtr& a, const ValuePtr& b);
+// The items of a mapping that is no dict (a collections.abc.Mapping subclass instance) as
+// dict(m), dict.update(m) and f(**m) read them: m.keys(), then m[key] for each, inlined; null
+// for a value without a keys method.
+std::shared_ptr<DictValue> mapping_items(Tracer& tracer, const ValuePtr& mapping);
 // `needle in haystack` on known containers.
 bool contains(Tracer& tracer, const ValuePtr& haystack, const ValuePtr& needle);
 // Whether `in` on a sequence holding `item` finds `needle` (identity, then ==).

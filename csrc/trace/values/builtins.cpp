@@ -367,6 +367,8 @@ ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, 
       if (auto* object = dynamic_cast<ObjectValue*>(source.get());
           object && !object->overrides("keys") && !object->overrides("__getitem__") && !object->overrides("__iter__"))
         if (ValuePtr items = object->builtin_items(tracer); items && dynamic_cast<DictValue*>(items.get())) source = items;
+      if (!dynamic_cast<DictValue*>(source.get()))
+        if (auto read = mapping_items(tracer, source)) source = read;
       if (auto* other = dynamic_cast<DictValue*>(source.get())) {
         for (size_t i = 0; i < other->keys.size(); ++i) dict->set_item(other->keys[i].get(), other->values[i]);
       } else {
