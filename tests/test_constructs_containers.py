@@ -421,3 +421,14 @@ def test_mappings_that_are_no_dicts_are_read_through_keys_and_getitem():
         return x * copied["a"] + scaled(x, **bag) + merged["b"]
 
     capture(f, torch.ones(2), ops=4)
+
+
+def test_equality_of_lists_and_tuples_holding_tensors_is_decided_by_identity_first():
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(x, y):
+        same = Pair(x, y) == Pair(x, y) and [x, 1] == [x, 1] and (x, y) == Pair(x, y)
+        differ = (x,) != (x, y) and [x] != (x,) and [1, x] != [2, x]
+        return (x + 1 if same and differ else x - 1)
+
+    capture(f, torch.ones(2), torch.zeros(2), ops=1)

@@ -230,6 +230,22 @@ ValuePtr sequence_operator(Tracer& tracer, PyObject* function, const Args& opera
     items.insert(items.end(), right->items.begin(), right->items.end());
     return sized_like(std::make_shared<SequenceValue>(left->is_list(), std::move(items)), left, right);
   }
+  const bool eq = function == operator_function("eq"), ne = function == operator_function("ne");
+  if ((eq || ne) && left && right) {
+    // list == list and tuple == tuple (named tuples are tuples): the lengths, then item by item
+    // as CPython compares them, identity first; a list never equals a tuple.
+    bool equal = left->is_list() == right->is_list() && left->items.size() == right->items.size();
+    for (size_t i = 0; equal && i < left->items.size(); ++i) {
+      const ValuePtr& a = left->items[i];
+      const ValuePtr& b = right->items[i];
+      if (a.get() == b.get() || (a->is_constant() && b->is_constant() && a->constant() == b->constant()) ||
+          (a->is_tensor() && b->is_tensor() && same_object(tracer, a, b)))
+        continue;
+      if (a->is_tensor() || b->is_tensor()) unsupported("data_dependent_branch", "== between the tensors of two sequences");
+      equal = apply_operator(tracer, operator_function("eq"), {a, b})->truthy(tracer);
+    }
+    return make_bool(equal == eq);
+  }
   bool mul = function == operator_function("mul");
   if (!mul || operands.size() != 2) return nullptr;
   // `xs * n` and `n * xs` repeat the items (n is specialised when symbolic).
