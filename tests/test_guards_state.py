@@ -381,6 +381,25 @@ def test_a_classmethod_reached_through_super_binds_the_subclass():
     check_state_change(build)
 
 
+def test_a_function_attribute_absent_then_set_and_its_defaults_replaced():
+    def build():
+        def helper(x=4, y=2):
+            return x
+
+        def f(x):
+            try:
+                x = x + helper.scale
+            except AttributeError:
+                x = x.sin()
+            return x * len(helper.__defaults__) * helper.__code__.co_argcount
+
+        def change():
+            helper.scale = 3.0
+            helper.__defaults__ = (1, 2, 3)
+        return plain(f, change)
+    check_state_change(build)
+
+
 def test_a_property_whose_getter_reads_a_closure():
     def build():
         scale = 1.0

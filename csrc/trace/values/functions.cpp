@@ -142,6 +142,22 @@ ValuePtr UserFunctionValue::get_attr(Tracer& tracer, const std::string& attr) {
     py::Ref<> real = check(PyObject_GetAttrString(function.get(), attr.c_str()));
     return tracer.wrap(real.get(), source() ? guards::attr_source(source(), attr) : nullptr);
   }
+  if (function && source()) {
+    py::Ref<> name_object = check(PyUnicode_InternFromString(attr.c_str()));
+    PyObject* on_type = _PyType_Lookup(&PyFunction_Type, name_object.get());  // borrowed
+    if (on_type != nullptr && Py_TYPE(on_type)->tp_descr_set != nullptr) {
+      // The function object's own fields (__defaults__, __kwdefaults__, __globals__, ...):
+      // read where they are, guarded there.
+      py::Ref<> real = check(PyObject_GetAttrString(function.get(), attr.c_str()));
+      return tracer.wrap(real.get(), guards::attr_source(source(), attr));
+    }
+    if (on_type == nullptr) {
+      // Neither the function's __dict__ nor its type has it: an AttributeError, while the
+      // __dict__ lacks the name.
+      tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), name_object.get());
+      raise_error("attribute_error", PyExc_AttributeError, "'function' object has no attribute '" + attr + "'");
+    }
+  }
   unsupported("unsupported_attribute", repr() + "." + attr);
 }
 
