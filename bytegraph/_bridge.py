@@ -455,6 +455,7 @@ def _kinds_of_exact_types():
     kinds = {cls: "constant" for cls in (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                                           torch.dtype, torch.device, torch.Size, slice, range)}
     kinds.update({list: "list", dict: "dict", tuple: "tuple", set: "set"})
+    kinds.update({type({}.keys()): "dict_view", type({}.values()): "dict_view", type({}.items()): "dict_view"})
     for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):
         if not _has_custom_torch_function(cls):
             kinds[cls] = "tensor"
@@ -500,6 +501,8 @@ def _classify_by_rules(obj) -> str:
         return "list"
     if type(obj) is dict:
         return "dict"
+    if type(obj) in (type({}.keys()), type({}.values()), type({}.items())):
+        return "dict_view"
     if isinstance(obj, types.ModuleType):
         return "python_module"
     if callable(obj):

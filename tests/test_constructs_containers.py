@@ -432,3 +432,20 @@ def test_equality_of_lists_and_tuples_holding_tensors_is_decided_by_identity_fir
         return (x + 1 if same and differ else x - 1)
 
     capture(f, torch.ones(2), torch.zeros(2), ops=1)
+
+
+def test_dict_views_passed_in_read_and_guard_the_dict_they_show():
+    def f(x, d, keys, items):
+        d["z"] = 5                                   # seen through the views: the same dict
+        total = sum(v for _, v in items)
+        return (x + len(keys) if "c" in keys else x - total), keys
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for extra in ({}, {}, {"c": 3}):
+        expected_dict, actual_dict = {"a": 1, **extra}, {"a": 1, **extra}
+        expected = f(torch.ones(2), expected_dict, expected_dict.keys(), expected_dict.items())
+        actual = compiled(torch.ones(2), actual_dict, actual_dict.keys(), actual_dict.items())
+        assert same(expected[0], actual[0]) and actual_dict == expected_dict
+        assert type(actual[1]) is type({}.keys()) and list(actual[1]) == list(expected[1])
+    assert counter.frame_count == 2                  # a key added to the viewed dict recompiles

@@ -37,6 +37,23 @@ PyObject* stored_item(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return PyObject_GetItem(container, args[1]);
 }
 
+// viewed_dict(view) -> the dict a dict view shows.
+PyObject* viewed_dict_of(PyObject*, PyObject* view) {
+  PyObject* dict = guards::viewed_dict(view);
+  if (dict == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "viewed_dict: not a dict view");
+    return nullptr;
+  }
+  return Py_NewRef(dict);
+}
+
+PyObject* viewed_dict_function() {
+  static PyMethodDef definition = {"viewed_dict", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(viewed_dict_of)),
+                                   METH_O, "The dict a dict view shows."};
+  static PyObject* function = check(PyCFunction_New(&definition, nullptr)).release();  // kept for the process
+  return function;
+}
+
 PyObject* stored_item_function() {
   static PyMethodDef definition = {"stored_item", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(stored_item)),
                                    METH_FASTCALL, "An item as a dict, list or tuple base class stores it."};
@@ -73,6 +90,13 @@ void emit_load_source(CodeBuilder& builder, const guards::Source& source, PyCode
     case Kind::Item:
       emit_load_source(builder, *source.base, code);
       builder.subscript_const(source.key.get());
+      return;
+    case Kind::ViewedDict:
+      builder.before_callable();
+      builder.load_const(viewed_dict_function());
+      builder.after_callable();
+      emit_load_source(builder, *source.base, code);
+      builder.call(1);
       return;
     case Kind::StoredItem:
       builder.before_callable();

@@ -311,6 +311,17 @@ class InstanceDictAccessor final : public Accessor {
   bool borrows_from_container() const override { return false; }
 };
 
+class ViewedDictAccessor final : public Accessor {
+ public:
+  using Accessor::Accessor;
+  Fetched fetch(PyObject* parent, const FrameValues&) const override {
+    PyObject* dict = viewed_dict(parent);  // borrowed: the view holds it
+    return dict ? Fetched::borrowed(dict) : Fetched::missing();
+  }
+  const char* missing_reason() const override { return "not a dict view"; }
+  bool borrows_from_container() const override { return true; }
+};
+
 class TypeAccessor final : public Accessor {
  public:
   using Accessor::Accessor;
@@ -370,6 +381,8 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
       return std::make_unique<GlobalsDictAccessor>(std::move(child));
     case Source::Kind::InstanceDict:
       return std::make_unique<InstanceDictAccessor>(std::move(child));
+    case Source::Kind::ViewedDict:
+      return std::make_unique<ViewedDictAccessor>(std::move(child));
     case Source::Kind::Stride:
       return std::make_unique<TensorLayoutAccessor>(source.index, std::move(child));
     case Source::Kind::StorageOffset:

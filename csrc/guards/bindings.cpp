@@ -39,6 +39,7 @@ const char* kind_name(Source::Kind kind) {
     case Source::Kind::Attr: return "attr";
     case Source::Kind::Item: return "item";
     case Source::Kind::StoredItem: return "stored_item";
+    case Source::Kind::ViewedDict: return "viewed_dict";
     case Source::Kind::Type: return "type";
     case Source::Kind::Held: return "held";
     case Source::Kind::Globals: return "globals";

@@ -44,6 +44,8 @@ std::string Source::repr() const {
       return "closure" + quoted(name);
     case Kind::Attr:
       return base->repr() + "." + name;
+    case Kind::ViewedDict:
+      return base->repr() + ".mapping";
     case Kind::Item:
     case Kind::StoredItem:
       return base->repr() + "[" + safe_repr(key.get()) + "]";
@@ -88,6 +90,27 @@ SourcePtr attr_source(SourcePtr base, std::string name) {
 SourcePtr item_source(SourcePtr base, py::Ref<> key) {
   BYTEGRAPH_CHECK(key, "an item source needs a key");
   return make_derived(Source::Kind::Item, std::move(base), {}, std::move(key));
+}
+
+SourcePtr viewed_dict_source(SourcePtr base) { return make_derived(Source::Kind::ViewedDict, std::move(base), {}, nullptr); }
+
+namespace {
+
+// A dict view's only referent is its dict (dictview_traverse): read through tp_traverse, which
+// every version has, instead of the view's layout, which 3.13 made internal.
+int first_dict(PyObject* object, void* found) {
+  if (PyDict_Check(object) && *static_cast<PyObject**>(found) == nullptr) *static_cast<PyObject**>(found) = object;
+  return 0;
+}
+
+}  // namespace
+
+PyObject* viewed_dict(PyObject* view) {
+  if (!PyDictKeys_Check(view) && !PyDictValues_Check(view) && !PyDictItems_Check(view)) return nullptr;
+  PyObject* found = nullptr;
+  traverseproc traverse = Py_TYPE(view)->tp_traverse;
+  if (traverse == nullptr || traverse(view, first_dict, &found) != 0) return nullptr;
+  return found;
 }
 
 SourcePtr stored_item_source(SourcePtr base, py::Ref<> key) {

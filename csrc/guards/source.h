@@ -28,6 +28,7 @@ struct Source {
     Closure,  // contents of closure cell `index` of the function, named `name`
     Attr,     // getattr(base, name)
     Item,     // base[key]
+    ViewedDict,  // the dict a dict view (base: d.keys(), d.values(), d.items()) shows
     StoredItem,  // base[key] from the storage of base's dict, list or tuple base class, read
                  // without running a subclass's own __getitem__
     Type,     // type(base)
@@ -53,6 +54,10 @@ SourcePtr builtin_source(std::string name);
 SourcePtr closure_source(std::string name, int index);
 SourcePtr attr_source(SourcePtr base, std::string name);
 SourcePtr item_source(SourcePtr base, py::Ref<> key);
+// The dict `base`, a dict view, shows (found as the view's referent, on every version).
+SourcePtr viewed_dict_source(SourcePtr base);
+// The dict a dict view shows (borrowed), or null for anything else.
+PyObject* viewed_dict(PyObject* view);
 // An item of a dict, list or tuple subclass instance as its base class stores it.
 SourcePtr stored_item_source(SourcePtr base, py::Ref<> key);
 SourcePtr type_source(SourcePtr base);

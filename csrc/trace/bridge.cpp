@@ -93,6 +93,7 @@ ObjectKind classify(PyObject* object) {
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},
+      {"dict_view", ObjectKind::DictView},
   };
   for (const auto& [text, value] : table)
     if (std::strcmp(text, name) == 0) return value;

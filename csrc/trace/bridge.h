@@ -50,7 +50,7 @@ struct Bridge {
 enum class ObjectKind {
   Constant, Tensor, DistributedTensor, Module, LeafModule, Tuple, List, Dict, Set, PythonModule, UserFunction,
   UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime,
-  NumpyFunction, Unknown,
+  NumpyFunction, DictView, Unknown,
 };
 ObjectKind classify(PyObject* object);
 

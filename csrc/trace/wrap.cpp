@@ -5,6 +5,7 @@
 #include "trace/comptime.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
+#include "trace/values/dict_views.h"
 #include "trace/values/environ.h"
 #include "python/type_dict.h"
 #include "trace/values/cached_function.h"
@@ -444,6 +445,21 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::NumpyFunction:
       return wrap_numpy_function(*this, real, source);
     case ObjectKind::Class:
+    case ObjectKind::DictView: {
+      // A view of a dict from outside (`d.keys()` passed in): the dict it shows, read (and
+      // guarded) through the view; the same dict reached another way is the same value.
+      PyObject* dict = guards::viewed_dict(real);
+      if (dict == nullptr || source == nullptr) {
+        guards.add(K::Id, source, real);
+        return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
+      }
+      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+      auto shown = std::dynamic_pointer_cast<DictValue>(wrap(dict, guards::viewed_dict_source(source)));
+      if (!shown) unsupported("unsupported_dict", "a view of a " + std::string(Py_TYPE(dict)->tp_name));
+      auto kind = PyDictKeys_Check(real) ? DictViewValue::Kind::Keys
+                  : PyDictValues_Check(real) ? DictViewValue::Kind::Values : DictViewValue::Kind::Items;
+      return std::make_shared<DictViewValue>(std::move(shown), kind, source);
+    }
     case ObjectKind::Unknown:
       guards.add(K::Id, source, real);
       return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);

@@ -10,7 +10,8 @@ namespace bytegraph::trace {
 class DictViewValue : public Value {
  public:
   enum class Kind { Keys, Values, Items };
-  DictViewValue(std::shared_ptr<DictValue> dict, Kind kind) : dict_(std::move(dict)), kind_(kind) {}
+  DictViewValue(std::shared_ptr<DictValue> dict, Kind kind, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), dict_(std::move(dict)), kind_(kind) {}
   std::string repr() const override;
   PyObject* python_type() const override;
   Kind kind() const { return kind_; }
