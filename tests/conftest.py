@@ -26,3 +26,14 @@ def _compile_errors_raise():
         yield
     bytegraph.config.restore(saved)
 
+
+
+@pytest.fixture
+def verified():
+    """A fresh bytegraph cache around the test, and every compiled call run eagerly beside it
+    on copies of its arguments (config.verify_correctness): a difference raises. Test files of
+    Python constructs opt in with `pytestmark = pytest.mark.usefixtures("verified")`."""
+    bytegraph.reset()
+    with bytegraph.config.patch(verify_correctness=True):
+        yield
+    bytegraph.reset()

@@ -13,12 +13,8 @@ from bytegraph.testing import CompileCounter, same
 from tests._capture import breaks, capture
 
 
-@pytest.fixture(autouse=True)
-def verified():
-    bytegraph.reset()
-    with bytegraph.config.patch(verify_correctness=True):
-        yield
-    bytegraph.reset()
+# A fresh cache per test, each compiled call checked against eager (conftest.py).
+pytestmark = pytest.mark.usefixtures("verified")
 
 
 def _plain(v):

@@ -12,12 +12,8 @@ from tests._capture import breaks, capture
 from tests._trace_helpers import trace
 
 
-@pytest.fixture(autouse=True)
-def verified():
-    bytegraph.reset()
-    with bytegraph.config.patch(verify_correctness=True):
-        yield
-    bytegraph.reset()
+# A fresh cache per test, each compiled call checked against eager (conftest.py).
+pytestmark = pytest.mark.usefixtures("verified")
 
 
 def test_set_literals_comprehensions_and_membership():

@@ -11,12 +11,8 @@ import bytegraph
 from tests._capture import breaks, capture
 
 
-@pytest.fixture(autouse=True)
-def verified():
-    bytegraph.reset()
-    with bytegraph.config.patch(verify_correctness=True):
-        yield
-    bytegraph.reset()
+# A fresh cache per test, each compiled call checked against eager (conftest.py).
+pytestmark = pytest.mark.usefixtures("verified")
 
 
 def test_f_strings_format_percent_and_join_fold():

@@ -11,12 +11,8 @@ import bytegraph
 from bytegraph.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def verified():
-    bytegraph.reset()
-    with bytegraph.config.patch(verify_correctness=True):
-        yield
-    bytegraph.reset()
+# A fresh cache per test, each compiled call checked against eager (conftest.py).
+pytestmark = pytest.mark.usefixtures("verified")
 
 
 def compiled_with_counter(fn):
