@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import bytegraph
-from tests._capture import capture
+from bytegraph.testing import CompileCounter
+from tests._capture import breaks, capture
 
 
 # A fresh cache per test, each compiled call checked against eager (conftest.py).
@@ -200,7 +201,7 @@ def test_a_stop_iteration_leaving_a_generator_becomes_a_runtime_error():
 def _returned_whole(fn, *args):
     """`fn` compiled whole; its result (an iterator, or a tuple holding some) consumed and compared
     with eager's on two calls; the types match (a map stays a map, a generator a generator)."""
-    from bytegraph.testing import CompileCounter, same
+    from bytegraph.testing import same
 
     def consumed(result):
         items = result if isinstance(result, tuple) else (result,)
@@ -254,7 +255,9 @@ def test_a_returned_generator_runs_its_body_when_the_caller_iterates():
     def f(t):
         return noting(t), t * 2
 
-    gen, _ = bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+    counter = CompileCounter()
+    gen, _ = bytegraph.compile(f, backend=counter, fullgraph=True)(torch.ones(2))
+    assert counter.frame_count == 1 and counter.op_count == 1
     assert seen == [] and type(gen).__name__ == "generator"
     assert torch.equal(next(gen), torch.ones(2) + 1) and seen == ["started"]
 
@@ -282,6 +285,9 @@ def test_an_iterator_reached_twice_is_made_once():
         m = map(lambda v: v * 2, it)
         return m, it
 
+    # Made once it cannot be (two plans would make two iterators): the return is refused and
+    # the frame runs as it is.
+    assert breaks(f, torch.ones(2)) == (0, ["unsupported_return"])
     with bytegraph.config.patch(verify_correctness=False):
         m, it = bytegraph.compile(f, backend="eager")(torch.ones(2))
     assert torch.equal(next(it), torch.ones(2))  # the map and `it` share the one iterator

@@ -49,10 +49,11 @@ const Bridge& Bridge::get() {
     b->module_type = attr(nn.get(), "Module");
     b->module_call = attr(b->module_type.get(), "__call__");
     py::Ref<> lazy = check(PyImport_ImportModule("torch.nn.modules.lazy"));
-    py::Ref<> mixin = attr(lazy.get(), "LazyModuleMixin");
-    py::Ref<> infer = attr(mixin.get(), "_infer_parameters");
+    b->lazy_mixin = attr(lazy.get(), "LazyModuleMixin");
+    py::Ref<> infer = attr(b->lazy_mixin.get(), "_infer_parameters");
     b->lazy_infer_code = attr(infer.get(), "__code__");
     b->no_grad = attr(torch.get(), "no_grad");
+    b->enable_grad = attr(torch.get(), "enable_grad");
     b->is_grad_enabled = attr(torch.get(), "is_grad_enabled");
     py::Ref<> torch_c = attr(torch.get(), "_C");
     b->set_grad_enabled = attr(torch_c.get(), "_set_grad_enabled");

@@ -23,11 +23,13 @@ struct Bridge {
   py::Ref<> tensor_type;     // torch.Tensor
   py::Ref<> module_type;     // torch.nn.Module
   py::Ref<> module_call;     // torch.nn.Module.__call__
+  py::Ref<> lazy_mixin;       // torch.nn.modules.lazy.LazyModuleMixin
   py::Ref<> lazy_infer_code;  // the code of LazyModuleMixin._infer_parameters
   py::Ref<> getitem;         // operator.getitem
   py::Ref<> getattr;         // builtins.getattr
   py::Ref<> linecache_getline;
   py::Ref<> no_grad;            // torch.no_grad
+  py::Ref<> enable_grad;        // torch.enable_grad
   py::Ref<> is_grad_enabled;    // torch.is_grad_enabled
   py::Ref<> set_grad_enabled;   // torch._C._set_grad_enabled (what graphs call)
   py::Ref<> set_grad_enabled_class;  // torch.set_grad_enabled

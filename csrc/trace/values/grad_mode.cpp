@@ -26,6 +26,12 @@ void record_set_grad_enabled(Tracer& tracer, bool enabled, bool coalesce = true)
   tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
 }
 
+// torch.enable_grad or torch.no_grad (borrowed, kept by the bridge).
+PyObject* grad_mode_class(bool enabled) {
+  const Bridge& bridge = Bridge::get();
+  return enabled ? bridge.enable_grad.get() : bridge.no_grad.get();
+}
+
 // A function decorated by a grad mode (`torch.no_grad()(f)`, `torch.enable_grad(f)`): a call
 // switches the mode, runs the function inlined and restores the mode, however it leaves.
 class GradModeFunctionValue : public Value {
@@ -54,9 +60,7 @@ class GradModeFunctionValue : public Value {
   }
   // The class decorating the function made again: torch.no_grad(function).
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
-    py::Ref<> torch = check(PyImport_ImportModule("torch"));
-    py::Ref<> cls = check(PyObject_GetAttrString(torch.get(), enabled_ ? "enable_grad" : "no_grad"));
-    return writer.call(cls.get(), {function_});
+    return writer.call(grad_mode_class(enabled_), {function_});
   }
 
  private:
@@ -129,9 +133,7 @@ std::optional<codegen::OutputPlan> GradModeValue::remake(PlanWriter& writer) {
   if (is_class_) return std::nullopt;
   if (switch_when_made_)
     return writer.call(made_set_grad_enabled_function(), {make_bool(enabled_), make_bool(before_made_)});
-  py::Ref<> torch = check(PyImport_ImportModule("torch"));
-  py::Ref<> cls = check(PyObject_GetAttrString(torch.get(), enabled_ ? "enable_grad" : "no_grad"));
-  return writer.call(cls.get(), {});
+  return writer.call(grad_mode_class(enabled_), {});
 }
 
 ValuePtr GradModeValue::enter(Tracer& tracer) {

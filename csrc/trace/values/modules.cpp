@@ -223,7 +223,9 @@ ValuePtr initialize_lazy_module(Tracer& tracer, const Args& args, const KwArgs& 
 
 ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   // A lazy module's first call: its parameters made before its hooks and attributes are read.
-  if (PyObject_HasAttrString(module_.get(), "_initialize_hook")) infer_lazy_parameters(tracer, module_.get(), args, kwargs);
+  if (PyObject_TypeCheck(module_.get(), reinterpret_cast<PyTypeObject*>(Bridge::get().lazy_mixin.get())) &&
+      PyObject_HasAttrString(module_.get(), "_initialize_hook"))
+    infer_lazy_parameters(tracer, module_.get(), args, kwargs);
   if (has_backward_hooks(module_.get())) unsupported("module_hooks", repr() + " has backward hooks");
   PyObject* type = (PyObject*)Py_TYPE(module_.get());
   const Bridge& bridge = Bridge::get();
