@@ -11,7 +11,7 @@ small pytest plugin (this module, loaded with `-p tools.peer`), so a process tha
 runs past the timeout still reports what it ran: the test running at that moment is recorded as
 `crash (signal N)` or `timeout`, and the rest of the file runs on in a fresh process.
 
-The per-file table (passed / failed / errors / skipped / xfailed, both modes side by side) is
+The per-file table (passed / xpassed / failed / errors / skipped / xfailed, both modes side by side) is
 printed and written to tests/peer/results.md together with, for each mode, the failing tests
 grouped by the first line of their error message.
 
@@ -51,7 +51,10 @@ FILES = [
 # Sibling modules the files import (`from . import test_functions` / `import test_functions`).
 HELPERS = {"test_ctx_manager.py": ["test_functions.py"], "test_modules.py": ["test_functions.py"]}
 MODES = ("dynamo", "bytegraph")
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
+OUTCOMES = ("passed", "xpassed", "failed", "error", "skipped", "xfailed")
+# A test marked as an expected failure (of torch._dynamo) whose body ran and passed: pytest
+# reports unittest's "unexpected success" as a failure; here it is a test that passed.
+_PASSING = ("passed", "xpassed")
 # Environment switches of PyTorch's test harness that would change what the files test.
 SCRUBBED_ENV = ("PYTORCH_TEST_WITH_DYNAMO", "PYTORCH_TEST_WITH_INDUCTOR", "PYTORCH_TEST_WITH_AOT_EAGER",
                 "PYTORCH_TEST_WITH_CROSSREF", "TORCHDYNAMO_DYNAMIC_SHAPES", "PYTORCH_TEST_WITH_SLOW",
@@ -114,7 +117,9 @@ def pytest_runtest_logreport(report):
     outcome = None
     if report.when == "call":
         if hasattr(report, "wasxfail"):
-            outcome = "xfailed" if report.skipped else "failed"  # an unexpected pass fails
+            outcome = "xfailed" if report.skipped else "xpassed"
+        elif report.failed and str(report.longrepr).startswith("Unexpected success"):
+            outcome = "xpassed"  # unittest.expectedFailure whose test passed
         else:
             outcome = report.outcome
     elif report.failed:
@@ -209,7 +214,7 @@ def run_one(mode, source, filename, keyword, timeout, threads, work):
             elif event["event"] == "result":
                 current = tests.get(event["id"])
                 # the worst of a test's phases wins (a teardown error after a pass is an error)
-                if current is None or current["outcome"] in ("passed", "skipped", "xfailed"):
+                if current is None or current["outcome"] in ("passed", "xpassed", "skipped", "xfailed"):
                     tests[event["id"]] = {"outcome": event["outcome"], "message": event.get("message")}
         unfinished = [nodeid for nodeid in started if nodeid not in finished]
         if not timed_out and returncode >= 0:
@@ -246,10 +251,14 @@ def _cell(record):
     return text
 
 
+def _passing(counts):
+    return sum(counts.get(outcome, 0) for outcome in _PASSING)
+
+
 def _better_or_equal(dyn, bg):
     if dyn is None or bg is None:
         return "—"
-    d, b = dyn["counts"].get("passed", 0), bg["counts"].get("passed", 0)
+    d, b = _passing(dyn["counts"]), _passing(bg["counts"])
     return "yes" if b >= d else f"no ({b - d:+d})"
 
 
@@ -286,7 +295,7 @@ def _git_head():
 
 def render(records, files, modes, wall, jobs, keyword, top=25):
     by_key = {(r["mode"], r["file"]): r for r in records}
-    lines = ["| file | torch._dynamo p / f / e / s / x | bytegraph p / f / e / s / x | bytegraph ≥ dynamo? |",
+    lines = ["| file | torch._dynamo p / xp / f / e / s / x | bytegraph p / xp / f / e / s / x | passing (p + xp): bytegraph ≥ dynamo? |",
              "|---|---|---|---|"]
     totals = {m: collections.Counter() for m in modes}
     for filename in files:
@@ -306,8 +315,8 @@ def render(records, files, modes, wall, jobs, keyword, top=25):
 
     ge = "—"
     if set(modes) == set(MODES):
-        ge = "yes" if totals["bytegraph"].get("passed", 0) >= totals["dynamo"].get("passed", 0) else \
-            f"no ({totals['bytegraph'].get('passed', 0) - totals['dynamo'].get('passed', 0):+d})"
+        b, d = _passing(totals["bytegraph"]), _passing(totals["dynamo"])
+        ge = "yes" if b >= d else f"no ({b - d:+d})"
     lines.append(f"| **total** | {total_cell('dynamo')} | {total_cell('bytegraph')} | {ge} |")
     table = "\n".join(lines)
 
@@ -320,8 +329,10 @@ def render(records, files, modes, wall, jobs, keyword, top=25):
            f"; wall time {wall / 60:.1f} min.", "",
            "Each file runs unchanged in its own pytest process: `python -m pytest FILE` (torch._dynamo) "
            "and `python -m bytegraph run -m pytest FILE` (torch.compile, torch._dynamo.optimize and "
-           "optimize_assert routed to bytegraph). Columns: passed / failed / errors / skipped / "
-           "xfailed (unittest.expectedFailure that failed). A crash or timeout names the test that "
+           "optimize_assert routed to bytegraph). Columns: passed / xpassed / failed / errors / skipped / "
+           "xfailed. xpassed: a test marked `unittest.expectedFailure` (a capability torch._dynamo "
+           "lacks) whose body ran and passed, which pytest reports as a failure (\"Unexpected "
+           "success\"); it counts as passing in the last column (passed + xpassed). A crash or timeout names the test that "
            "was running; the rest of the file ran on in a fresh process. Where each file comes from "
            "(repository, commit): tests/peer/README.md.", "", table, ""]
     per_mode_time = collections.defaultdict(float)
@@ -364,8 +375,8 @@ def render(records, files, modes, wall, jobs, keyword, top=25):
             if dyn is None or bg is None:
                 continue
             for nodeid, test in bg["tests"].items():
-                if test["outcome"] not in ("passed", "skipped", "xfailed") and \
-                        dyn["tests"].get(nodeid, {}).get("outcome") == "passed":
+                if test["outcome"] not in ("passed", "xpassed", "skipped", "xfailed") and \
+                        dyn["tests"].get(nodeid, {}).get("outcome") in _PASSING:
                     regress.append(f"{filename}::{nodeid.split('::', 1)[-1]}")
         gained = []
         for filename in files:
@@ -373,7 +384,7 @@ def render(records, files, modes, wall, jobs, keyword, top=25):
             if dyn is None or bg is None:
                 continue
             for nodeid, test in bg["tests"].items():
-                if test["outcome"] == "passed" and dyn["tests"].get(nodeid, {}).get("outcome") not in (None, "passed"):
+                if test["outcome"] in _PASSING and dyn["tests"].get(nodeid, {}).get("outcome") not in (None, *_PASSING):
                     gained.append(f"{filename}::{nodeid.split('::', 1)[-1]}")
         out += [f"## Passing under torch._dynamo but not under bytegraph: {len(regress)}; "
                 f"the other way round: {len(gained)}", ""]
