@@ -483,6 +483,8 @@ def _classify_by_rules(obj) -> str:
         return "comptime"
     if obj is torch.no_grad or obj is torch.enable_grad or obj is torch._C._set_grad_enabled or obj is torch.set_grad_enabled:
         return "grad_mode"
+    if obj is torch.amp.autocast_mode.autocast:
+        return "autocast"
     if isinstance(obj, type) and obj in _CONSTANT_CONSTRUCTORS:
         return "pure_function"
     if isinstance(obj, torch.Tensor):

@@ -438,8 +438,9 @@ def test_break_under_autocast_matches_eager(capsys):
             w = torch.mm(z, y)
         return w, torch.is_autocast_enabled("cpu")
 
-    # Entering autocast breaks; the print inside the block splits it, and the resume function
-    # runs inside the block, so its mm is under autocast as in eager mode.
+    # The print inside the block breaks it at its `with` (generated code does not re-enter an
+    # autocast block); the resume functions run inside the block, so each mm is under autocast
+    # as in eager mode.
     run_both(f, torch.randn(4, 4), calls=[["add"], ["mm"], ["mm"]])
     assert not torch.is_autocast_enabled("cpu")
 

@@ -259,3 +259,112 @@ def test_a_graph_that_only_switches_grad_mode_goes_to_no_backend():
         assert torch.is_grad_enabled()
     # The switch before the break is no graph of its own; the code after the break is one.
     assert counter.frame_count == 1
+
+
+class GraphRecorder(CompileCounter):
+    """Counts like CompileCounter and keeps each graph's call targets."""
+
+    def __init__(self):
+        super().__init__()
+        self.targets = []
+
+    def __call__(self, gm, example_inputs):
+        self.targets.append([node.target for node in gm.graph.nodes if node.op == "call_function"])
+        return super().__call__(gm, example_inputs)
+
+
+ENTER, EXIT = torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_an_autocast_block_is_captured_in_the_graph(backend):
+    def f(x, w):
+        with torch.autocast("cpu", dtype=torch.bfloat16) as ac:
+            y = torch.mm(x, w)
+            if torch.is_autocast_enabled("cpu"):
+                y = y + 1
+        return y.relu(), y.dtype, ac.fast_dtype, torch.is_autocast_enabled("cpu")
+
+    x, w = torch.randn(4, 4), torch.randn(4, 4, requires_grad=True)
+    recorder = GraphRecorder()
+    compiled = bytegraph.compile(f, backend=recorder, fullgraph=True)
+    for _ in range(2):
+        assert same(compiled(x, w), f(x, w))
+        assert not torch.is_autocast_enabled("cpu")
+    assert recorder.frame_count == 1
+    assert recorder.targets[0][0] is ENTER and EXIT in recorder.targets[0]
+    # Through a backend that traces autograd, the block's ops run in bfloat16 and backward works.
+    compiled = bytegraph.compile(f, backend=backend, fullgraph=True)
+    compiled(x, w)[0].sum().backward()
+    got = w.grad.clone()
+    w.grad = None
+    f(x, w)[0].sum().backward()
+    assert torch.equal(got, w.grad)
+
+
+def test_autocast_blocks_nest_and_an_exception_leaves_them():
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            a = x @ x
+            with torch.autocast("cpu", enabled=False):
+                b = x @ x
+            try:
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    raise ValueError("inside")
+            except ValueError:
+                c = x @ x
+        return a.dtype, b.dtype, c.dtype, a + b + c.float()
+
+    check(f, torch.randn(3, 3))
+    assert not torch.is_autocast_enabled("cpu")
+
+
+def test_a_break_inside_an_autocast_block_breaks_at_its_with(capsys):
+    def f(x):
+        y = x.sin()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            z = y @ y
+            print("inside")
+            w = z @ y
+        return w, torch.is_autocast_enabled("cpu")
+
+    x = torch.randn(4, 4)
+    explained = bytegraph.explain(f)(x)
+    assert "inside a torch.autocast block" in explained.break_reasons[0].reason
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    for _ in range(2):
+        assert same(compiled(x), f(x))
+        assert not torch.is_autocast_enabled("cpu")
+    # sin before the `with`, then the block's two halves around the print.
+    assert counter.frame_count == 3
+
+
+def test_the_autocast_dtype_a_block_defaults_to_is_guarded():
+    def f(x):
+        with torch.autocast("cpu"):
+            return x @ x
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(3, 3)
+    assert compiled(x).dtype == f(x).dtype == torch.bfloat16
+    before = torch.get_autocast_dtype("cpu")
+    torch.set_autocast_dtype("cpu", torch.float16)
+    try:
+        assert compiled(x).dtype == f(x).dtype == torch.float16
+    finally:
+        torch.set_autocast_dtype("cpu", before)
+    assert counter.frame_count == 2
+
+
+def test_bad_autocast_arguments_raise_as_in_eager():
+    def f(x):
+        with torch.autocast("no-such-device"):
+            return x + 1
+
+    with pytest.raises(RuntimeError) as eager:
+        f(X)
+    with pytest.raises(RuntimeError) as compiled:
+        bytegraph.compile(f, backend="eager")(X)
+    assert str(compiled.value) == str(eager.value)

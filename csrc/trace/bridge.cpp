@@ -58,6 +58,10 @@ const Bridge& Bridge::get() {
     py::Ref<> torch_c = attr(torch.get(), "_C");
     b->set_grad_enabled = attr(torch_c.get(), "_set_grad_enabled");
     b->set_grad_enabled_class = attr(torch.get(), "set_grad_enabled");
+    py::Ref<> autocast_mode = check(PyImport_ImportModule("torch.amp.autocast_mode"));
+    b->autocast_class = attr(autocast_mode.get(), "autocast");
+    b->enter_autocast = attr(autocast_mode.get(), "_enter_autocast");
+    b->exit_autocast = attr(autocast_mode.get(), "_exit_autocast");
     py::Ref<> op = check(PyImport_ImportModule("operator"));
     b->getitem = attr(op.get(), "getitem");
     b->getattr = py::Ref<>::newref(builtin_object("getattr"));
@@ -91,6 +95,7 @@ ObjectKind classify(PyObject* object) {
       {"torch_function", ObjectKind::TorchFunction}, {"builtin", ObjectKind::Builtin},
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
+      {"autocast", ObjectKind::Autocast},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},

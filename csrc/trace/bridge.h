@@ -33,6 +33,9 @@ struct Bridge {
   py::Ref<> is_grad_enabled;    // torch.is_grad_enabled
   py::Ref<> set_grad_enabled;   // torch._C._set_grad_enabled (what graphs call)
   py::Ref<> set_grad_enabled_class;  // torch.set_grad_enabled
+  py::Ref<> autocast_class;     // torch.autocast
+  py::Ref<> enter_autocast;     // torch.amp.autocast_mode._enter_autocast (what graphs call)
+  py::Ref<> exit_autocast;      // torch.amp.autocast_mode._exit_autocast
   py::Ref<> inspect_signature;  // inspect.signature: folded on known functions
   py::Ref<> signature_of;       // _bridge.signature_of
   py::Ref<> autograd_apply_target;  // _bridge.autograd_apply_target
@@ -51,7 +54,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, DistributedTensor, Module, LeafModule, Tuple, List, Dict, Set, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Comptime,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Autocast, Comptime,
   NumpyFunction, DictView, Unknown,
 };
 ObjectKind classify(PyObject* object);

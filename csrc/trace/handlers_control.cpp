@@ -1,6 +1,7 @@
 // Jumps, branches, for-loops over known iterators, and returns.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/values/autocast.h"
 #include "trace/values/generators.h"
 #include "trace/values/exceptions.h"
 #include "bytecode/opcodes.h"
@@ -145,6 +146,11 @@ void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
   if (auto* grad_mode = dynamic_cast<GradModeValue*>(context.get())) {
     frame.push(grad_mode->enter(tracer));
     frame.push(ConstantValue::none());  // what __enter__ returned
+    return;
+  }
+  if (auto* autocast = dynamic_cast<AutocastValue*>(context.get())) {
+    frame.push(autocast->enter(tracer));
+    frame.push(std::move(context));  // __enter__ returns the autocast object itself
     return;
   }
   auto object = std::dynamic_pointer_cast<ObjectValue>(context);

@@ -3,11 +3,13 @@
 // the stack, locals, graph and guards to that boundary, and the trace stops there.
 #include "trace/interpreter.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
 #include "bytecode/opcodes.h"
 #include "record/trace_events.h"
+#include "trace/values/autocast.h"
 #include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
@@ -58,12 +60,14 @@ struct Checkpoint {
   int handlers_open;
   size_t outside_context_count;
   size_t grad_mode_switches;
+  size_t autocast_modes;
 };
 
 Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
   return Checkpoint{frame.stack, frame.locals, frame.kw_names.copy(), frame.pc, tracer.graph.size(),
                     tracer.guards.size(), tracer.side_effects.mark(), tracer.handled_exception,
-                    frame.handlers_open, tracer.exceptions_with_outside_context.size(), tracer.grad_modes_before.size()};
+                    frame.handlers_open, tracer.exceptions_with_outside_context.size(), tracer.grad_modes_before.size(),
+                    tracer.autocast_modes.size()};
 }
 
 void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
@@ -85,6 +89,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
     check(PyObject_CallOneArg(tracer.bridge.set_grad_enabled.get(), mode ? Py_True : Py_False));
     tracer.grad_modes_before.resize(checkpoint.grad_mode_switches);
   }
+  exit_autocast_modes(tracer, checkpoint.autocast_modes);
 }
 
 // Unwinds `frame` to the handler covering `inst`, as CPython does with the exception table:
@@ -155,6 +160,19 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
   if (tracer.events) tracer.events->step(frame, inst);
 }
 
+// An autocast block open in the outermost frame and the state before its `with`: generated code
+// cannot re-enter one (its enter node is in the graph), so a break inside the block rolls the
+// trace back to the `with`, where the frame breaks instead.
+struct OpenAutocastBlock {
+  Checkpoint before;
+  const bytecode::Instruction* with;
+  const Value* exit;
+};
+
+bool on_stack(const Args& stack, const Value* value) {
+  return std::any_of(stack.begin(), stack.end(), [value](const ValuePtr& item) { return item.get() == value; });
+}
+
 struct FramePush {
   Tracer& tracer;
   FramePush(Tracer& t, FrameState* frame) : tracer(t) { tracer.frames.push_back(frame); }
@@ -175,6 +193,7 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
   std::vector<std::string> raised_stack;  // where it was raised, for the break's message
   // The handler left by a POP_EXCEPT: done, unless a RERAISE follows (a cleanup's re-raise).
   bool left_handler = false;
+  std::vector<OpenAutocastBlock> autocast_blocks;
   while (!frame.result && !frame.yielded) {
     if (frame.pc >= instructions.size()) throw InternalError("the interpreter ran past the end of " + frame.code->name);
     if (frame.thrown) {
@@ -200,9 +219,11 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
     if (left_handler && inst.opcode != bytecode::op::RERAISE) raised_at.reset();
     left_handler = false;
     // The previous instruction completed: nothing to undo (but a handler's whole run).
-    if (!raised_at) tracer.journal.clear();
+    // (Nor while an autocast block is open: a break inside rolls back to its start.)
+    if (!raised_at && autocast_blocks.empty()) tracer.journal.clear();
     Checkpoint checkpoint = take_checkpoint(tracer, frame);
     ++frame.pc;
+    bool entered_block = inst.opcode == bytecode::op::BEFORE_WITH;
     try {
       try {
         step(tracer, frame, inst);
@@ -210,25 +231,36 @@ ValuePtr run_frame(Tracer& tracer, FrameState& frame, BreakInfo* break_info) {
         std::vector<std::string> user_stack = tracer.pending_user_stack;
         if (!enter_handler(tracer, frame, inst, raised)) throw;
         if (!raised_at) {
+          entered_block = false;
           raised_at = std::move(checkpoint);
           raising = &inst;
           raised_stack = std::move(user_stack);
         }
       }
       left_handler = raised_at && inst.opcode == bytecode::op::POP_EXCEPT && frame.handlers_open == 0;
+      std::erase_if(autocast_blocks, [&](const OpenAutocastBlock& block) { return !on_stack(frame.stack, block.exit); });
+      if (entered_block && frame.stack.size() >= 2 && dynamic_cast<const AutocastExitValue*>(frame.stack[frame.stack.size() - 2].get()))
+        autocast_blocks.push_back({std::move(checkpoint), &inst, frame.stack[frame.stack.size() - 2].get()});
     } catch (const Unsupported& error) {
-      const bytecode::Instruction& at = raised_at ? *raising : inst;
+      const bytecode::Instruction* at = raised_at ? raising : &inst;
       std::string message = error.what();
       // An exception the traced code raised and nothing in the trace caught: said so.
       if (dynamic_cast<const Raised*>(&error) != nullptr) message = "Observed exception: " + message;
-      if (raised_at) message += ", in the handler of an exception raised at offset " + std::to_string(at.offset);
+      if (raised_at) message += ", in the handler of an exception raised at offset " + std::to_string(at->offset);
       restore(tracer, frame, raised_at ? *raised_at : checkpoint);
-      frame.current = &at;
-      if (tracer.events) tracer.events->break_step(frame, at, error.kind(), message);
+      for (OpenAutocastBlock& block : autocast_blocks) {
+        if (!on_stack(frame.stack, block.exit)) continue;  // left before the state restored
+        restore(tracer, frame, block.before);
+        at = block.with;
+        message += " (inside a torch.autocast block: the frame breaks at its `with`)";
+        break;
+      }
+      frame.current = at;
+      if (tracer.events) tracer.events->break_step(frame, *at, error.kind(), message);
       if (break_info == nullptr) throw;
       break_info->kind = error.kind();
-      break_info->offset = at.offset;
-      break_info->opname = opcode_name(at.opcode);
+      break_info->offset = at->offset;
+      break_info->opname = opcode_name(at->opcode);
       break_info->user_stack = std::move(raised_at ? raised_stack : tracer.pending_user_stack);
       tracer.pending_user_stack.clear();
       std::string where = break_info->user_stack.empty() ? frame_location(frame) : break_info->user_stack.back();

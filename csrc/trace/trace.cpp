@@ -9,6 +9,7 @@
 #include "trace/interpreter.h"
 #include "trace/symbolic.h"
 #include "trace/plan_writer.h"
+#include "trace/values/autocast.h"
 
 namespace bytegraph::trace {
 
@@ -114,6 +115,16 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     }
   } restore_grad_mode{bridge, grad_enabled.get()};
   Tracer tracer(py::Ref<>::newref(function), shapes == Py_None ? nullptr : shapes);
+  // Autocast blocks the trace entered and did not leave (it stopped inside one) are left.
+  struct LeaveAutocast {
+    Tracer& tracer;
+    ~LeaveAutocast() {
+      PyObject *type, *value, *traceback;
+      PyErr_Fetch(&type, &value, &traceback);
+      exit_autocast_modes(tracer, 0);
+      PyErr_Restore(type, value, traceback);
+    }
+  } leave_autocast{tracer};
   if (log != nullptr && log != Py_None) tracer.log = py::Ref<>::newref(log);
   tracer.may_split = may_split;
   if (record::Recorder* recorder = record::attached())

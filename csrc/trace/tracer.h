@@ -121,6 +121,9 @@ class Tracer {
   // The grad mode before each torch._C._set_grad_enabled the trace recorded (which switched the
   // mode the fakes run under): a rollback puts the mode back.
   std::vector<bool> grad_modes_before;
+  // The real autocast modes the trace's autocast blocks entered (innermost last): a rollback
+  // leaves those entered after its checkpoint, the end of the trace all of them.
+  std::vector<py::Ref<>> autocast_modes;
 
   // Run when the trace ends: values that can reach themselves (a generator whose frame holds
   // it) drop what they hold, so the reference cycles are broken.

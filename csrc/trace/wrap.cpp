@@ -8,6 +8,7 @@
 #include "trace/values/dict_views.h"
 #include "trace/values/environ.h"
 #include "python/type_dict.h"
+#include "trace/values/autocast.h"
 #include "trace/values/cached_function.h"
 #include "trace/values/numpy_array.h"
 #include "trace/values/partial.h"
@@ -429,6 +430,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       if (real == bridge.set_grad_enabled.get()) return std::make_shared<SetGradEnabledValue>(py::Ref<>::newref(real), source);
       if (real == bridge.set_grad_enabled_class.get()) return std::make_shared<GradModeValue>(true, true, source, true);
       return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
+    case ObjectKind::Autocast:
+      pin_callable(real, source);
+      return std::make_shared<AutocastValue>(source);
     case ObjectKind::UserClass:
       guards.add(K::Id, source, real);
       return std::make_shared<ClassValue>(py::Ref<>::newref(real), source);
