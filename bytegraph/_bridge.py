@@ -133,9 +133,9 @@ class Session:
         fake, lifted, sizes, strides = _fake_cache.fake_copy(lambda: shapes.tensor(self.mode, real, source_name, dims))
         return fake, (lifted, sizes, strides)
 
-    def wrap_int(self, value: int, source_name: str):
+    def wrap_int(self, value: int, source_name: str, attribute: bool = False):
         """A SymInt standing for int input `value`, or None when it stays a constant."""
-        why = self.policy.int_dynamic(source_name, value) if self.policy is not None else None
+        why = self.policy.int_dynamic(source_name, value, attribute) if self.policy is not None else None
         if why is None:
             return None
         return self._shapes().int(value, source_name, why)

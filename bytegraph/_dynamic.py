@@ -6,7 +6,8 @@
   a dimension seen to change gets a symbol of its own when it is compiled again.
 - `dynamic=None` (automatic): the first compile is static. Each compile records, per code
   object, the sizes and ints its inputs had; a later compile makes symbolic exactly the
-  dimensions and ints seen to change (`config.automatic_dynamic_shapes`).
+  dimensions and ints seen to change (`config.automatic_dynamic_shapes`). An int attribute of
+  an object reached from the arguments (`self.step`) is symbolic only once seen to change.
 
 Marks are the attributes torch.compile reads (`torch._dynamo.mark_dynamic` and friends set
 them too): `_dynamo_dynamic_indices` (+ `_dynamo_dynamic_range`), `_dynamo_weak_dynamic_indices`,
@@ -188,9 +189,10 @@ class ShapePolicy:
     def _dynamic_from_the_start(self):
         return self.dynamic is True or (self.dynamic is None and not config.assume_static_by_default)
 
-    def int_dynamic(self, name, value):
-        """Why int input `value` (source `name`) is symbolic, or None when it stays a constant."""
-        if self._dynamic_from_the_start():
+    def int_dynamic(self, name, value, attribute=False):
+        """Why int input `value` (source `name`) is symbolic, or None when it stays a constant.
+        An `attribute` (an int an object keeps) is symbolic only once seen to change."""
+        if self._dynamic_from_the_start() and not attribute:
             return "dynamic=True" if self.dynamic else "config.assume_static_by_default = False"
         if self.dynamic is False or not config.automatic_dynamic_shapes:
             return None

@@ -153,6 +153,42 @@ def test_automatic_int_a_function_argument_closes_over_becomes_symbolic():
     assert counter.frame_count == 2
 
 
+class StepCounting(nn.Module):
+    """Counts its calls in an int attribute, as training code counts steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.step = 0
+
+    def forward(self, x):
+        y = self.lin(x) * self.step
+        self.step += 1
+        return y.relu()
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_an_int_attribute_that_changes_becomes_symbolic_and_is_written_back(dynamic):
+    model, reference = StepCounting(), StepCounting()
+    reference.load_state_dict(model.state_dict())
+    counter = CompileCounter()
+    compiled = bytegraph.compile(model, backend=counter, dynamic=dynamic)
+    x = torch.randn(2, 4)
+    for _ in range(12):
+        assert same(compiled(x), reference(x))
+    assert model.step == reference.step == 12
+    # Static for the first value (dynamic=True too: an attribute is symbolic only once it
+    # changed), symbolic from then on: two compiles, not one per step.
+    assert counter.frame_count == 2
+    with bytegraph.config.patch(automatic_dynamic_shapes=False):
+        bytegraph.reset()
+        counter = CompileCounter()
+        compiled = bytegraph.compile(StepCounting(), backend=counter)
+        for _ in range(3):
+            compiled(x)
+        assert counter.frame_count == 3
+
+
 def test_an_argument_that_swaps_between_tensor_and_int_is_made_dynamic():
     def mul(x, y):
         return x * y

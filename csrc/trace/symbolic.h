@@ -71,7 +71,9 @@ class SymbolicShapes {
   // placeholders (added to the graph before the tensor's own placeholder).
   TensorInput tensor_input(PyObject* real, const guards::SourcePtr& source);
   // A symbolic int input (an int placeholder), or null when `real` stays a constant.
-  ValuePtr int_input(PyObject* real, const guards::SourcePtr& source);
+  // `attribute`: an int an object keeps (symbolic only once seen to change, even under
+  // dynamic=True, where arguments are symbolic from the start).
+  ValuePtr int_input(PyObject* real, const guards::SourcePtr& source, bool attribute = false);
   // A value for symbolic number `fake` (a SymInt/SymFloat/SymBool computed from fakes): a
   // constant when the ShapeEnv knows it, the placeholder of a lifted symbol, or make_node().
   ValuePtr number(PyObject* fake, const std::function<ValuePtr()>& make_node);

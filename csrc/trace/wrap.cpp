@@ -44,6 +44,15 @@ bool is_argument(const SourcePtr& source) {
   return (source->kind == K::Item || closure_step) && is_argument(source->base);
 }
 
+// An attribute an object reached from the arguments keeps in its __dict__ (`self.step` of a
+// module): an int there follows the automatic-dynamic policy as an int argument does (a step
+// counter becomes symbolic once it changes, instead of one compile per value).
+bool is_instance_attribute_of_argument(const SourcePtr& source) {
+  using K = guards::Source::Kind;
+  return source && source->kind == K::Item && source->base && source->base->kind == K::InstanceDict &&
+         is_argument(source->base->base);
+}
+
 // `type(obj).name` or `cls.name`: a function a class holds, which stays the same object
 // until the class is changed.
 bool is_class_attribute(const SourcePtr& source) {
@@ -313,8 +322,8 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     if (ValuePtr cached = wrap_cached_function(*this, real, source)) return cached;
   switch (kind) {
     case ObjectKind::Constant:
-      if (PyLong_CheckExact(real) && is_argument(source))
-        if (ValuePtr symbolic = shapes->int_input(real, source)) return symbolic;
+      if (PyLong_CheckExact(real) && (is_argument(source) || is_instance_attribute_of_argument(source)))
+        if (ValuePtr symbolic = shapes->int_input(real, source, !is_argument(source))) return symbolic;
       guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:

@@ -210,10 +210,10 @@ SymbolicShapes::TensorInput SymbolicShapes::tensor_input(PyObject* real, const g
   return input;
 }
 
-ValuePtr SymbolicShapes::int_input(PyObject* real, const guards::SourcePtr& source) {
+ValuePtr SymbolicShapes::int_input(PyObject* real, const guards::SourcePtr& source, bool attribute) {
   if (!may_be_dynamic_ || !source) return nullptr;
   std::string name = source->repr();
-  py::Ref<> symint = check(PyObject_CallMethod(session_, "wrap_int", "Os", real, name.c_str()));
+  py::Ref<> symint = check(PyObject_CallMethod(session_, "wrap_int", "OsO", real, name.c_str(), attribute ? Py_True : Py_False));
   if (symint.get() == Py_None) return nullptr;
   input_sources[name] = source;
   std::string node_name = tracer_.graph.unique_name(graph::identifier_from(name));
