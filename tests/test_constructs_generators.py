@@ -155,6 +155,124 @@ def test_send_close_and_throw():
     capture(f, torch.randn(2), ops=1)
 
 
+def _inner(log):
+    try:
+        while True:
+            got = yield len(log)
+            log.append(("inner got", got))
+    except ValueError as e:
+        log.append(("inner caught", str(e)))
+        yield "recovered"
+        return "inner done"
+    finally:
+        log.append("inner finally")
+
+
+def _outer(log):
+    try:
+        result = yield from _inner(log)
+        log.append(("outer result", result))
+        yield "after"
+    except KeyError as e:
+        log.append(("outer caught", str(e)))
+        yield "outer recovered"
+    finally:
+        log.append("outer finally")
+
+
+def test_send_throw_and_close_go_through_yield_from_to_the_delegate():
+    def f(x):
+        log = []
+        g = _outer(log)
+        items = [next(g), g.send(10), g.send("b")]          # sent values reach _inner
+        items.append(g.throw(ValueError("v")))               # caught by _inner, which yields
+        items.append(next(g))                                # _inner returns: `yield from` ends
+        g.close()
+        h = _outer(log)
+        next(h)
+        items.append(h.throw(KeyError("k")))                 # _inner does not catch: raised in _outer
+        h.close()                                            # closes _inner first, then _outer
+        k = _outer(log)
+        next(k)
+        k.close()
+        return x * len(items), items, log
+
+    capture(f, torch.randn(2), ops=1)
+
+
+def _raising_close():
+    try:
+        yield 1
+    finally:
+        raise RuntimeError("from the delegate's close")
+
+
+def _delegating():
+    yield from _raising_close()
+
+
+def test_an_error_from_the_delegates_close_is_raised_in_the_delegating_generator():
+    def f(x):
+        g = _delegating()
+        next(g)
+        try:
+            g.close()
+        except RuntimeError as e:
+            return x + 1, str(e)
+        return x, None
+
+    capture(f, torch.randn(2), ops=1)
+
+
+class _ProtocolIterator:
+    """An iterator (no generator) with send(), throw() and close() of its own."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return 1
+
+    def send(self, value):
+        self.log.append(("send", value))
+        return value * 2
+
+    def throw(self, exception):
+        self.log.append(("throw", type(exception).__name__))
+        raise StopIteration("ended by throw")
+
+    def close(self):
+        self.log.append("close")
+
+
+def _over(iterator, log):
+    result = yield from iterator
+    log.append(("result", result))
+    yield "after"
+
+
+def test_yield_from_an_iterator_object_uses_its_send_throw_and_close():
+    def f(x):
+        log = []
+        g = _over(_ProtocolIterator(log), log)
+        items = [next(g), g.send(21), g.throw(ValueError("v"))]   # throw() ends `yield from`
+        h = _over(_ProtocolIterator(log), log)
+        next(h)
+        h.close()
+        k = _over(iter([1, 2]), log)                               # no throw(): raised in _over
+        next(k)
+        try:
+            k.throw(KeyError("k"))
+        except KeyError:
+            items.append("raised")
+        return x * len(items), items, log
+
+    capture(f, torch.randn(2), ops=1)
+
+
 class _Countdown:
     """An iterator object: __iter__ returns itself, __next__ raises StopIteration at the end."""
 

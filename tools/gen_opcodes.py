@@ -81,6 +81,7 @@ FAMILIES = {
     "FormatWithSpec": ("FORMAT_WITH_SPEC",),
     "SetFunctionAttribute": ("SET_FUNCTION_ATTRIBUTE",),
     "EndSend": ("END_SEND",),              # pops the receiver a finished `yield from` leaves
+    "CleanupThrow": ("CLEANUP_THROW",),    # a `yield from`'s yield when an exception is thrown in
 }
 
 # Families some supported version must have (guards against a typo emptying a family).

@@ -116,15 +116,35 @@ void get_yield_from_iter(Tracer& tracer, FrameState& frame, const Instruction& i
 void send(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr sent = frame.pop();
   ValuePtr receiver = frame.top();
-  if (!sent->is_constant() || sent->constant() != Py_None)
-    unsupported("generator", "sending " + sent->repr() + " into " + receiver->repr());
-  if (!receiver->is_iterator()) unsupported("unsupported_iteration", "yield from " + receiver->repr());
-  if (ValuePtr item = receiver->next_item(tracer)) {
+  auto* generator = dynamic_cast<GeneratorValue*>(receiver.get());
+  const bool none = sent->is_constant() && sent->constant() == Py_None;
+  ValuePtr item, result = ConstantValue::none();
+  if (generator) {
+    // A value sent into the delegating generator goes on to the generator it delegates to.
+    item = none ? generator->next_item(tracer) : generator->resume(tracer, sent, nullptr);
+    if (!item) result = generator->returned();
+  } else if (none) {
+    if (!receiver->is_iterator()) unsupported("unsupported_iteration", "yield from " + receiver->repr());
+    item = receiver->next_item(tracer);
+  } else {
+    // Any other iterator is sent the value through its send(), as CPython does.
+    ValuePtr method = delegate_method(tracer, receiver, "send");
+    if (!method) {
+      PyObject* type = receiver->python_type();
+      std::string name = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : receiver->repr();
+      raise_error("attribute_error", PyExc_AttributeError, "'" + name + "' object has no attribute 'send'");
+    }
+    try {
+      item = method->call(tracer, {sent}, {});
+    } catch (const Raised& raised) {
+      if (!raised.is_a(PyExc_StopIteration)) throw;
+      result = raised.exception()->get_attr(tracer, "value");
+    }
+  }
+  if (item) {
     frame.push(std::move(item));
     return;
   }
-  auto* generator = dynamic_cast<GeneratorValue*>(receiver.get());
-  ValuePtr result = generator ? generator->returned() : ConstantValue::none();
   auto effect = bytecode::stack_effect(inst.opcode, inst.arg, /*jump=*/true);
   if (!effect) throw InternalError("SEND without a stack effect in the opcode table");
   if (*effect < 0) frame.pop();

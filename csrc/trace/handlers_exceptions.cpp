@@ -89,6 +89,18 @@ void with_except_start(Tracer& tracer, FrameState& frame, const Instruction&) {
   frame.push(exit->call(tracer, {tracer.wrap(type, nullptr), exception, traceback}, {}));
 }
 
+// The handler of a `yield from`'s yield, reached when an exception is thrown in (3.12+):
+// [delegate, last sent, exception] -> [None, value] for the delegate's StopIteration (the value
+// `yield from` evaluates to); any other exception goes on.
+void cleanup_throw(Tracer& tracer, FrameState& frame, const Instruction&) {
+  ValuePtr exception = frame.pop();
+  frame.pop();
+  frame.pop();
+  if (!is_instance_of(*exception, PyExc_StopIteration)) reraise(exception);
+  frame.push(ConstantValue::none());
+  frame.push(exception->get_attr(tracer, "value"));
+}
+
 void load_assertion_error(Tracer& tracer, FrameState& frame, const Instruction&) {
   frame.push(tracer.wrap(PyExc_AssertionError, nullptr));
 }
@@ -104,6 +116,7 @@ void register_exception_handlers(HandlerTable& table) {
   table.add(op::CHECK_EXC_MATCH, check_exc_match);
   table.add(op::WITH_EXCEPT_START, with_except_start);
   table.add(op::LOAD_ASSERTION_ERROR, load_assertion_error);
+  table.add(bytecode::Family::kCleanupThrow, cleanup_throw);
 }
 
 }  // namespace bytegraph::trace

@@ -45,6 +45,52 @@ bool GeneratorValue::delegating() const {
   return next.opcode == bytecode::op::RESUME && next.arg == 2;
 }
 
+ValuePtr GeneratorValue::delegate() const {
+  // Suspended at the yield inside the SEND loop: [..., delegate, what the yield evaluates to].
+  if (!delegating() || frame_.stack.size() < 2) throw InternalError("the delegate of a generator not in `yield from`");
+  return frame_.stack[frame_.stack.size() - 2];
+}
+
+ValuePtr delegate_method(Tracer& tracer, const ValuePtr& delegate, const char* name) {
+  if (!dynamic_cast<ObjectValue*>(delegate.get())) {
+    // A built-in iterator: its type says.
+    PyObject* type = delegate->python_type();
+    if (type == nullptr) unsupported("generator", std::string(name) + "() of " + delegate->repr() + " delegated to by `yield from`");
+    if (!PyObject_HasAttrString(type, name)) return nullptr;
+    unsupported("generator", std::string(name) + "() of " + delegate->repr() + " delegated to by `yield from`");
+  }
+  try {
+    return delegate->get_attr(tracer, name);
+  } catch (const Raised& raised) {
+    if (raised.is_a(PyExc_AttributeError)) return nullptr;
+    throw;
+  }
+}
+
+ValuePtr GeneratorValue::raise_at_delegation(Tracer& tracer, ValuePtr error) {
+  if (!delegating() || frame_.stack.size() < 2) throw InternalError("raising at the delegation of a generator not in `yield from`");
+  const auto& instructions = frame_.code->instructions;
+  const bytecode::Instruction& yield = *instructions.at(frame_.pc - 1);
+  const bool cleanup = yield.exception_entry && yield.exception_entry->target &&
+                       bytecode::opcode_info(yield.exception_entry->target->opcode).family == bytecode::Family::kCleanupThrow;
+  if (!cleanup) {
+    // Code without a CLEANUP_THROW handler around the yield (3.11): CPython's gen_throw ends
+    // the `yield from` itself, as the SEND loop does when the delegate finishes.
+    tracer.journal.save(shared_from_this());
+    const bytecode::Instruction& send = *instructions.at(frame_.pc + 1)->target;
+    auto effect = bytecode::stack_effect(send.opcode, send.arg, /*jump=*/true);
+    if (!effect) throw InternalError("SEND without a stack effect in the opcode table");
+    frame_.stack.pop_back();  // what the yield would have evaluated to
+    if (*effect < 0) frame_.stack.pop_back();  // the delegate
+    frame_.jump_to(send.target);
+    if (is_instance_of(*error, PyExc_StopIteration)) {
+      frame_.stack.push_back(error->get_attr(tracer, "value"));
+      return resume(tracer, nullptr, nullptr);
+    }
+  }
+  return resume(tracer, nullptr, std::move(error));
+}
+
 void GeneratorValue::finish() {
   finished_ = true;
   frame_.stack.clear();
@@ -113,8 +159,6 @@ class GeneratorMethodValue : public Value {
         raise_error("python_error", PyExc_TypeError, "can't send non-None value to a just-started generator");
       return item_or_stop(tracer, generator_->resume(tracer, args[0], nullptr));
     }
-    if ((name_ == "throw" || name_ == "close") && generator_->delegating())
-      unsupported("generator", name_ + "() of a generator suspended in `yield from`");
     if (name_ == "throw" && !args.empty() && args.size() <= 3) return throw_in(tracer, args);
     if (name_ == "close" && args.empty()) return close(tracer);
     raise_error("bad_call", PyExc_TypeError, name_ + "() got " + std::to_string(args.size()) + " arguments");
@@ -144,7 +188,46 @@ class GeneratorMethodValue : public Value {
       generator_->finish();
       reraise(exception);
     }
+    if (generator_->delegating()) return throw_delegating(tracer, std::move(exception));
     return item_or_stop(tracer, generator_->resume(tracer, nullptr, exception));
+  }
+
+  // throw() into a generator suspended in `yield from` goes to the delegate first, as CPython's
+  // gen_throw does: GeneratorExit closes the delegate, then is raised here; another exception
+  // is thrown into the delegate, whose next item is this generator's, and whatever the
+  // delegate's throw() raises (its StopIteration included) is raised where this generator
+  // delegates.
+  ValuePtr throw_delegating(Tracer& tracer, ValuePtr exception) {
+    if (is_instance_of(*exception, PyExc_GeneratorExit))
+      return item_or_stop(tracer, generator_->resume(tracer, nullptr, close_delegate(tracer, exception)));
+    ValuePtr delegate = generator_->delegate();
+    auto subgenerator = std::dynamic_pointer_cast<GeneratorValue>(delegate);
+    ValuePtr method = subgenerator ? nullptr : delegate_method(tracer, delegate, "throw");
+    // Without a throw() of its own, the exception is raised where this generator delegates.
+    if (!subgenerator && !method) return item_or_stop(tracer, generator_->resume(tracer, nullptr, exception));
+    ValuePtr raised_by_delegate;
+    try {
+      if (subgenerator) return GeneratorMethodValue(subgenerator, "throw").throw_in(tracer, {exception});
+      return method->call(tracer, {exception}, {});
+    } catch (const Raised& raised) {
+      raised_by_delegate = raised.exception();
+    }
+    return item_or_stop(tracer, generator_->raise_at_delegation(tracer, std::move(raised_by_delegate)));
+  }
+
+  // Closes the delegate of a generator suspended in `yield from` (when it has a close()): what
+  // is then raised in the generator, `exit` or the exception the delegate's close() raised.
+  ValuePtr close_delegate(Tracer& tracer, ValuePtr exit) {
+    ValuePtr delegate = generator_->delegate();
+    try {
+      if (auto subgenerator = std::dynamic_pointer_cast<GeneratorValue>(delegate))
+        GeneratorMethodValue(subgenerator, "close").close(tracer);
+      else if (ValuePtr method = delegate_method(tracer, delegate, "close"))
+        method->call(tracer, {}, {});
+    } catch (const Raised& raised) {
+      return raised.exception();
+    }
+    return exit;
   }
 
   ValuePtr close(Tracer& tracer) {
@@ -153,8 +236,10 @@ class GeneratorMethodValue : public Value {
       return ConstantValue::none();
     }
     ValuePtr exit = make_exception(tracer, PyExc_GeneratorExit, {}, {});
+    // A delegate is closed first; an exception its close() raises is raised here instead.
+    ValuePtr raised_here = generator_->delegating() ? close_delegate(tracer, exit) : exit;
     try {
-      if (generator_->resume(tracer, nullptr, exit))
+      if (generator_->resume(tracer, nullptr, raised_here))
         raise_error("python_error", PyExc_RuntimeError, "generator ignored GeneratorExit");
     } catch (const Raised& raised) {
       if (raised.exception() == exit || raised.is_a(PyExc_StopIteration)) return ConstantValue::none();

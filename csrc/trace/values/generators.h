@@ -32,8 +32,13 @@ class GeneratorValue : public Value {
   // next item, or null once the generator returned.
   ValuePtr resume(Tracer& tracer, ValuePtr sent, ValuePtr thrown);
   bool started() const { return frame_.pc > 0; }
-  // Suspended inside `yield from`: throw() and close() would go to the subiterator first.
+  // Suspended inside `yield from`: throw() and close() go to the subiterator first.
   bool delegating() const;
+  // The iterator `yield from` delegates to (while delegating()).
+  ValuePtr delegate() const;
+  // Resumes a delegating generator with `error`, which the delegate's throw() raised, raised
+  // where it delegates: a StopIteration ends the `yield from` with its value.
+  ValuePtr raise_at_delegation(Tracer& tracer, ValuePtr error);
   bool finished() const { return finished_; }
   void finish();
   // The items not consumed yet (consuming them): tuple(gen), sum(gen), `a, b = gen`.
@@ -55,6 +60,10 @@ class GeneratorValue : public Value {
   bool running_ = false;
   ValuePtr returned_;
 };
+
+// A method (send, throw, close) of an iterator `yield from` delegates to that is no
+// generator, or null where it has none (CPython looks each up and goes without when absent).
+ValuePtr delegate_method(Tracer& tracer, const ValuePtr& delegate, const char* name);
 
 // What calling a generator function returns: a generator over its bound frame, not started.
 ValuePtr make_generator(Tracer& tracer, FrameState frame, const UserFunctionValue& function, const Args& args,
