@@ -23,6 +23,7 @@ import enum
 import logging
 import math
 import operator
+import re
 import sys
 import types
 import weakref
@@ -204,8 +205,14 @@ class Session:
 
 _CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                    torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size,
-                   torch.finfo, torch.iinfo, types.CodeType, range, slice)
+                   torch.finfo, torch.iinfo, types.CodeType, range, slice,
+                   # Compiled regular expressions and their matches are immutable: their
+                   # methods on constants fold (unittest's assertRaisesRegex searches one).
+                   re.Pattern, re.Match)
 _FOLDABLE_MODULES = ("math", "operator", "_operator")
+# Profilers: context managers that do nothing in compiled code, as under torch.compile.
+_PROFILER_CONTEXTS = (torch.profiler.profile, torch.autograd.profiler.profile,
+                      torch.autograd.profiler.record_function)
 # Constructors of constants: folded on constant arguments.
 _CONSTANT_CONSTRUCTORS = (torch.Size, torch.device, torch.finfo, torch.iinfo)
 
@@ -288,7 +295,9 @@ _IMMUTABLE_OWNER_TYPES = (str, bytes, int, float, complex, tuple, frozenset)
 # Functions of the standard library whose answer depends on their arguments alone: folded on
 # constants. collections.namedtuple makes a class: the class made at trace time stands for the
 # one each eager call would make (as under torch.compile).
-_PURE_STDLIB_FUNCTIONS = frozenset(id(fn) for fn in (sys.intern, collections.namedtuple))
+_PURE_STDLIB_FUNCTIONS = frozenset(id(fn) for fn in (
+    sys.intern, collections.namedtuple,
+    re.compile, re.match, re.search, re.fullmatch, re.escape))
 
 
 def register_folded(fn, result):
@@ -485,6 +494,8 @@ def _classify_by_rules(obj) -> str:
         return "grad_mode"
     if obj is torch.amp.autocast_mode.autocast:
         return "autocast"
+    if isinstance(obj, type) and obj in _PROFILER_CONTEXTS:
+        return "null_context"
     if isinstance(obj, type) and obj in _CONSTANT_CONSTRUCTORS:
         return "pure_function"
     if isinstance(obj, torch.Tensor):

@@ -29,6 +29,27 @@ def test_f_strings_format_percent_and_join_fold():
     capture(f, torch.ones(2), 8, "q", ops=1)  # n is guarded: another n is another trace
 
 
+_WORD = __import__("re").compile(r"l(ay)+er_(\d+)")
+
+
+def test_regular_expressions_on_constants_fold():
+    import re
+    import unittest
+
+    case = unittest.TestCase()
+
+    def f(x, name):
+        m = _WORD.search(name)
+        n = int(m.group(2)) if m is not None else -1
+        full = re.fullmatch(r"[a-z_0-9]+", name) is not None
+        with case.assertRaisesRegex(ValueError, "bad .* thing"):
+            raise ValueError("a bad little thing")
+        return x * n + full, re.escape(name), m.span() if m else None
+
+    capture(f, torch.ones(2), "layer_7")
+    capture(f, torch.ones(2), "no match")
+
+
 def test_text_of_shapes_dtypes_classes_and_modules():
     def f(x):
         text = f"{x.shape}|{x.dtype}|{str(type(x))}|{repr(torch.nn.Linear)}|{torch.nn.functional.__name__}"

@@ -368,3 +368,49 @@ def test_bad_autocast_arguments_raise_as_in_eager():
     with pytest.raises(RuntimeError) as compiled:
         bytegraph.compile(f, backend="eager")(X)
     assert str(compiled.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("profile, record_function", [
+    (torch.profiler.profile, torch.profiler.record_function),
+    (torch.autograd.profiler.profile, torch.autograd.profiler.record_function),
+])
+def test_profiler_blocks_do_nothing_in_compiled_code(profile, record_function):
+    def f(x):
+        y = x.sin()
+        with profile():
+            y = y + 2
+            with record_function("my_function") as rf:
+                z = y * 3
+        return z, rf is not None
+
+    check(f, torch.randn(3), ops=3)
+
+
+def test_a_break_inside_profiler_blocks_keeps_both_halves_compiled():
+    def f(x):
+        y = x ** 2
+        with torch.profiler.profile():
+            y = y + 2
+            with torch.profiler.record_function("my_function"):
+                z = y ** 3
+                z.tolist()
+                z = z + 1
+        return z
+
+    check(f, torch.randn(2, 2), graphs=2)
+
+
+def test_a_profiler_block_that_switches_grad_mode_inside_is_not_reentered():
+    def f(x):
+        with torch.profiler.record_function("f"):
+            torch._C._set_grad_enabled(False)
+            bytegraph.graph_break()
+            y = x * 2
+        torch._C._set_grad_enabled(True)
+        return y, y.requires_grad
+
+    x = torch.randn(2, requires_grad=True)
+    expected = f(x)
+    compiled = bytegraph.compile(f, backend="eager")
+    assert same(compiled(x), expected) and same(compiled(x), expected)
+    assert torch.is_grad_enabled()

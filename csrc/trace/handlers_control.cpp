@@ -2,6 +2,7 @@
 #include "trace/interpreter.h"
 #include "trace/operators.h"
 #include "trace/values/autocast.h"
+#include "trace/values/null_context.h"
 #include "trace/values/generators.h"
 #include "trace/values/exceptions.h"
 #include "bytecode/opcodes.h"
@@ -166,6 +167,11 @@ void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
   if (auto* grad_mode = dynamic_cast<GradModeValue*>(context.get())) {
     frame.push(grad_mode->enter(tracer));
     frame.push(ConstantValue::none());  // what __enter__ returned
+    return;
+  }
+  if (auto* null_context = dynamic_cast<NullContextValue*>(context.get())) {
+    frame.push(null_context->enter(tracer));
+    frame.push(std::move(context));  // __enter__ returns the object itself
     return;
   }
   if (auto* autocast = dynamic_cast<AutocastValue*>(context.get())) {

@@ -77,6 +77,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
     return plan;
   }
   if (auto* exit = dynamic_cast<GradModeExitValue*>(value.get())) {
+    if (!exit->re_enterable(tracer_)) throw NotRestorable{exit->repr() + " (grad mode switched inside its block)"};
     OutputPlan plan;
     plan.kind = OutputPlan::Kind::GradModeExit;
     plan.constant = py::Ref<>::newref(exit->previous() ? Py_True : Py_False);

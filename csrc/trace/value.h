@@ -426,6 +426,8 @@ class GradModeExitValue : public Value {
   std::string repr() const override { return "GradModeExit(" + std::string(previous_ ? "True" : "False") + ")"; }
   bool previous() const { return previous_; }  // the mode the exit restores
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // Whether generated code may enter the block again at a break (a grad-mode block: always).
+  virtual bool re_enterable(Tracer&) const { return true; }
 
  private:
   bool previous_;

@@ -10,6 +10,7 @@
 #include "python/type_dict.h"
 #include "trace/values/autocast.h"
 #include "trace/values/cached_function.h"
+#include "trace/values/null_context.h"
 #include "trace/values/numpy_array.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
@@ -442,6 +443,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Autocast:
       pin_callable(real, source);
       return std::make_shared<AutocastValue>(source);
+    case ObjectKind::NullContext:
+      pin_callable(real, source);
+      return std::make_shared<NullContextValue>(py::Ref<>::newref(real), true, source);
     case ObjectKind::UserClass:
       guards.add(K::Id, source, real);
       return std::make_shared<ClassValue>(py::Ref<>::newref(real), source);

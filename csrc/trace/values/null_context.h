@@ -1,0 +1,39 @@
+// Context managers that do nothing in compiled code: torch's profilers
+// (`torch.profiler.profile`, `torch.autograd.profiler.profile`, `record_function`), as under
+// torch.compile, which drops profiling inside compiled regions. Made and entered in the
+// trace, they record nothing; a break inside their block re-enters nothing.
+#pragma once
+
+#include "trace/value.h"
+
+namespace bytegraph::trace {
+
+class NullContextValue : public Value {
+ public:
+  // `cls`: the class (is_class) or the class an instance was made from.
+  NullContextValue(py::Ref<> cls, bool is_class, guards::SourcePtr source = nullptr)
+      : Value(std::move(source)), cls_(std::move(cls)), is_class_(is_class) {}
+  std::string repr() const override;
+  PyObject* python_type() const override;
+  bool truthy(Tracer&) const override { return true; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  // BEFORE_WITH: returns the __exit__ value.
+  ValuePtr enter(Tracer& tracer);
+
+ private:
+  py::Ref<> cls_;
+  bool is_class_;
+};
+
+// The __exit__ of a null context's block: records nothing. Planned as a grad-mode block's
+// exit (generated code re-enters the grad mode the block was entered with, which changes
+// nothing) while the mode is still that one; otherwise the block cannot be re-entered.
+class NullContextExitValue : public GradModeExitValue {
+ public:
+  using GradModeExitValue::GradModeExitValue;
+  std::string repr() const override { return "NullContextExit"; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+  bool re_enterable(Tracer& tracer) const override;
+};
+
+}  // namespace bytegraph::trace
