@@ -208,5 +208,5 @@ def graph_break():
     """
 
 
-# The mark the torch bridge's classify() looks for (bytegraph/_bridge.py).
+# The mark the torch bridge's classify() looks for (bytegraph/_classify.py).
 graph_break._bytegraph_graph_break = True

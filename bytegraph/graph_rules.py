@@ -8,12 +8,12 @@
 - `is_compiling()`: False when run normally, True in code bytegraph captured (the tracer folds
   the call to the constant True), so a function can take a capture-friendly path.
 
-The rules live in the torch bridge (`bytegraph._bridge.set_rule`, consulted first by its
+The rules live in the torch bridge (`bytegraph._classify.set_rule`, consulted first by its
 `classify()`, and its folded queries for is_compiling). Rules apply to compiles made after they are set: call
 bytegraph.reset() to recompile functions captured before.
 """
 
-from bytegraph import _bridge
+from bytegraph import _classify
 
 __all__ = ["allow_in_graph", "disallow_in_graph", "is_compiling"]
 
@@ -31,7 +31,7 @@ def allow_in_graph(fn):
     for item in _each(fn, "allow_in_graph"):
         if not callable(item):
             raise TypeError(f"allow_in_graph expects functions, got {type(item).__name__}")
-        _bridge.set_rule(item, "torch_function")
+        _classify.set_rule(item, "torch_function")
     return fn
 
 
@@ -40,7 +40,7 @@ def disallow_in_graph(fn):
     for item in _each(fn, "disallow_in_graph"):
         if not callable(item):
             raise TypeError(f"disallow_in_graph expects functions, got {type(item).__name__}")
-        _bridge.set_rule(item, "unknown")
+        _classify.set_rule(item, "unknown")
     return fn
 
 
@@ -49,5 +49,5 @@ def is_compiling():
     return False
 
 
-# The tracer folds calls of this function to True (bytegraph._bridge's folded queries).
-_bridge.register_folded(is_compiling, True)
+# The tracer folds calls of this function to True (bytegraph._classify's folded queries).
+_classify.register_folded(is_compiling, True)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from bytegraph import _bridge
+from bytegraph import _classify
 
 
 def _samples():
@@ -16,10 +16,10 @@ def _samples():
 
 def test_the_exact_type_shortcut_agrees_with_the_full_classification(monkeypatch):
     samples = _samples()
-    assert all(type(sample) in _bridge._KIND_OF_EXACT_TYPE for sample in samples)
-    fast = [_bridge.classify(sample) for sample in samples]
-    monkeypatch.setattr(_bridge, "_KIND_OF_EXACT_TYPE", {})
-    assert fast == [_bridge.classify(sample) for sample in samples]
+    assert all(type(sample) in _classify._KIND_OF_EXACT_TYPE for sample in samples)
+    fast = [_classify.classify(sample) for sample in samples]
+    monkeypatch.setattr(_classify, "_KIND_OF_EXACT_TYPE", {})
+    assert fast == [_classify.classify(sample) for sample in samples]
 
 
 def test_builtins_classified_once_agree_with_the_full_classification():
@@ -27,14 +27,14 @@ def test_builtins_classified_once_agree_with_the_full_classification():
 
     for name in ("len", "isinstance", "int", "print", "super", "getattr", "zip"):
         value = getattr(builtins, name)
-        assert id(value) in _bridge._KIND_OF_BUILTIN, name
-        assert _bridge.classify(value) == _bridge._classify_by_rules(value), name
+        assert id(value) in _classify._KIND_OF_BUILTIN, name
+        assert _classify.classify(value) == _classify._classify_by_rules(value), name
 
 
 @pytest.mark.parametrize("value", [[1], (1,), len])
 def test_a_user_rule_still_wins_over_the_shortcut(value):
-    _bridge.set_rule(value, "unknown")
+    _classify.set_rule(value, "unknown")
     try:
-        assert _bridge.classify(value) == "unknown"
+        assert _classify.classify(value) == "unknown"
     finally:
-        _bridge._RULES.pop(id(value))
+        _classify._RULES.pop(id(value))

@@ -211,3 +211,22 @@ def test_an_attribute_added_to_an_lru_cache_wrapper_after_the_trace_is_seen():
     finally:
         del _cached_double.extra
     assert counter.frame_count == 2
+
+
+def test_nested_functions_annotated_with_typing_constructs_and_pytree_tree_map():
+    import typing
+    from collections.abc import Callable
+
+    import torch.utils._pytree as pytree
+
+    T = typing.TypeVar("T")
+
+    def f(x, tree):
+        def scale(v: Callable[[T], typing.Any] | None = None, *, by: list[int] | None = None) -> typing.Optional[T]:
+            return v * 2
+
+        mapped = pytree.tree_map(scale, tree)
+        only = pytree.tree_map_only(torch.Tensor, lambda t: t + 1, {"a": x, "b": 3})
+        return mapped, only, scale.__annotations__["v"] == (Callable[[T], typing.Any] | None)
+
+    capture(f, torch.ones(2), {"a": torch.ones(2), "b": [torch.zeros(1), torch.ones(3)]})

@@ -150,7 +150,7 @@ def test_allow_in_graph_puts_the_call_in_the_graph_as_one_node():
         compiled = bytegraph.compile(uses_scaled_sin, backend="eager")
         torch.testing.assert_close(compiled(torch.ones(3)), uses_scaled_sin(torch.ones(3)))
     finally:
-        bytegraph._bridge._RULES.pop(id(_scaled_sin), None)
+        bytegraph._classify._RULES.pop(id(_scaled_sin), None)
     # Without the rule the body is traced.
     out = bytegraph.explain(uses_scaled_sin)(torch.ones(3))
     assert out.ops_per_graph == [["call_function torch.sin", "call_function operator.mul", "call_function operator.add"]]
@@ -167,7 +167,7 @@ def test_disallow_in_graph_breaks_the_graph_at_the_call():
         compiled = bytegraph.compile(uses_cosine, backend="eager")
         torch.testing.assert_close(compiled(torch.ones(3)), uses_cosine(torch.ones(3)))
     finally:
-        bytegraph._bridge._RULES.pop(id(torch.cos), None)
+        bytegraph._classify._RULES.pop(id(torch.cos), None)
     assert out.graph_break_count == 1
     assert out.break_reasons[0].source_line == "return torch.cos(x * 2) - 1"
     assert out.ops_per_graph == [["call_function operator.mul"], ["call_function operator.sub"]]

@@ -87,8 +87,20 @@ void set_function_extra(Tracer& tracer, UserFunctionValue& function, int flag, c
     if (!dict) unsupported("unsupported_call", "keyword defaults from " + value->repr());
     for (size_t i = 0; i < dict->keys.size(); ++i)
       function.kwdefaults.emplace_back(PyUnicode_AsUTF8(dict->keys[i].get()), dict->values[i]);
+  } else if (flag == kAnnotations) {
+    // Names and annotations alternating in a tuple (CPython makes the dict when it is read);
+    // __annotations__ is that dict.
+    std::optional<Args> items = value->unpack(tracer);
+    if (!items || items->size() % 2 != 0) unsupported("unsupported_call", "annotations from " + value->repr());
+    auto annotations = std::make_shared<DictValue>();
+    for (size_t i = 0; i < items->size(); i += 2) {
+      const ValuePtr& name = (*items)[i];
+      if (!name->is_constant() || !PyUnicode_Check(name->constant())) throw InternalError("an annotation without a name");
+      annotations->set_item(name->constant(), (*items)[i + 1]);
+    }
+    function.set_attr(tracer, "__annotations__", annotations);
   }
-  // kAnnotations (and 3.13's type-parameter bit): irrelevant to tracing.
+  // 3.13's type-parameter bit: irrelevant to tracing.
 }
 
 // With its flags as the argument, MAKE_FUNCTION pops the extras below the code, the highest

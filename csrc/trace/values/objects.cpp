@@ -466,22 +466,25 @@ namespace {
 
 // The real object(s) a subscript key stands for: constants, objects known by identity, and
 // tuples of these; null otherwise.
+// The real object a subscript of a class is given: constants, objects with a real twin, and
+// tuples and lists of those (`Callable[[int], bool]`: typing copies what it keeps).
 py::Ref<> real_key(const ValuePtr& key) {
   if (key->is_constant()) return py::Ref<>::newref(key->constant());
   if (PyObject* real = key->real_object()) return py::Ref<>::newref(real);
-  auto* tuple = dynamic_cast<SequenceValue*>(key.get());
-  if (tuple == nullptr || tuple->is_list()) return {};
-  py::Ref<> items = check(PyTuple_New(static_cast<Py_ssize_t>(tuple->items.size())));
-  for (size_t i = 0; i < tuple->items.size(); ++i) {
-    py::Ref<> item = real_key(tuple->items[i]);
+  auto* sequence = dynamic_cast<SequenceValue*>(key.get());
+  if (sequence == nullptr) return {};
+  py::Ref<> items = check(PyList_New(0));
+  for (const ValuePtr& value : sequence->items) {
+    py::Ref<> item = real_key(value);
     if (!item) return {};
-    PyTuple_SET_ITEM(items.get(), static_cast<Py_ssize_t>(i), item.release());
+    check_status(PyList_Append(items.get(), item.get()));
   }
-  return items;
+  return sequence->is_list() ? std::move(items) : check(PyList_AsTuple(items.get()));
 }
 
 // Whether `cls[key]` runs no code of the program: the class's __class_getitem__ is a builtin's
-// (list[int]) or typing's (Generic subclasses), and its metaclass has no __getitem__.
+// (list[int]), typing's (Generic subclasses) or collections.abc's (Callable[[int], bool]), and
+// its metaclass has no __getitem__.
 bool standard_class_subscript(PyObject* cls) {
   if (type_lookup(reinterpret_cast<PyObject*>(Py_TYPE(cls)), "__getitem__") != nullptr) return false;
   PyObject* getitem = type_lookup(cls, "__class_getitem__");
@@ -490,7 +493,8 @@ bool standard_class_subscript(PyObject* cls) {
   py::Ref<> function = check(PyObject_GetAttrString(getitem, "__func__"));
   if (!PyFunction_Check(function.get())) return true;
   py::Ref<> module = check(PyObject_GetAttrString(function.get(), "__module__"));
-  return PyUnicode_Check(module.get()) && PyUnicode_CompareWithASCIIString(module.get(), "typing") == 0;
+  return PyUnicode_Check(module.get()) && (PyUnicode_CompareWithASCIIString(module.get(), "typing") == 0 ||
+                                           PyUnicode_CompareWithASCIIString(module.get(), "_collections_abc") == 0);
 }
 
 }  // namespace
