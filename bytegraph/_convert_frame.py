@@ -15,6 +15,7 @@ import itertools
 import linecache
 import logging
 import os
+import sys
 import sysconfig
 import types
 import typing
@@ -264,6 +265,12 @@ class FrameConverter:
         graph_break_log.info(
             "Graph break in %s (%s): %s\n%s", code.co_qualname, kind, message, _logging.user_stack_text(user_stack),
         )
+        # torch.compile counts its breaks by reason in torch._dynamo.utils.counters, which code
+        # written for it reads (tests check how often a program breaks); counted there too
+        # where that module is loaded (nobody reads it otherwise).
+        dynamo_utils = sys.modules.get("torch._dynamo.utils")
+        if dynamo_utils is not None and hasattr(dynamo_utils, "counters"):
+            dynamo_utils.counters["graph_break"][message] += 1
 
     def _within_cache_limit(self, code):
         global _accumulated_limit_reported

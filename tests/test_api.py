@@ -631,3 +631,18 @@ def test_real_hook_skips_disabled_functions(monkeypatch):
     bytegraph.compile(outer, backend="eager")(torch.ones(1))
     assert outer.__code__ in offered
     assert opaque.__wrapped__.__code__ not in offered and helper.__code__ not in offered
+
+
+def test_graph_breaks_are_counted_where_torch_dynamo_counts_them():
+    from torch._dynamo.utils import counters
+
+    def f(x):
+        x = x + 1
+        bytegraph.graph_break()
+        return x * 2
+
+    bytegraph.reset()
+    counters.clear()
+    bytegraph.compile(f, backend="eager")(torch.ones(2))
+    assert sum(counters["graph_break"].values()) == 1
+    assert "graph_break() called" in next(iter(counters["graph_break"]))
