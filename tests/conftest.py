@@ -5,7 +5,14 @@ and the frame hook re-raises what a compile callback raised instead of running t
 unmodified. A test that captures nothing because of a bug then fails instead of passing on
 the eager fallback. Tests of the fallback itself turn it back on locally
 (`bytegraph._frame.raise_on_compile_error(False)`, `config.patch(suppress_errors=True)`).
+
+Every instruction the tracer runs has its handler's push/pop checked against the opcode's
+stack effect (`_C.trace.check_stack_effects`; BYTEGRAPH_CHECK_STACK_EFFECTS reaches the
+suite's subprocesses: the fuzzer's workers, the distributed ranks): a handler that leaves the
+stack wrong fails where it does.
 """
+
+import os
 
 import pytest
 
@@ -26,6 +33,15 @@ def _compile_errors_raise():
         yield
     bytegraph.config.restore(saved)
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _stack_effects_checked():
+    from bytegraph._extension import _C
+
+    os.environ["BYTEGRAPH_CHECK_STACK_EFFECTS"] = "1"
+    before = _C.trace.check_stack_effects(True)
+    yield
+    _C.trace.check_stack_effects(before)
 
 
 @pytest.fixture

@@ -56,3 +56,11 @@ def test_stdlib_functions_trace_or_stop_cleanly(fn, args):
 def test_non_python_callables_are_rejected_with_type_error():
     with pytest.raises(TypeError):
         C.trace.trace(len, ([1],), {})
+
+
+def test_the_suite_runs_with_stack_effects_checked():
+    from bytegraph._extension import _C
+
+    # conftest.py turns the check on for every test (and, through the environment, their
+    # subprocesses): each handler's push/pop is compared with the opcode's stack effect.
+    assert _C.trace.check_stack_effects(True) is True

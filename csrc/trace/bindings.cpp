@@ -7,6 +7,7 @@
 #include "codegen/side_effects.h"
 #include "guards/python_handles.h"
 #include "python/errors.h"
+#include "trace/interpreter.h"
 #include "trace/symbolic.h"
 #include "trace/trace.h"
 
@@ -148,6 +149,16 @@ void bind_trace(nb::module_& m) {
         return info;
       });
 
+  trace.def(
+      "check_stack_effects",
+      [](bool on) {
+        bool before = trace::stack_effect_checks();
+        trace::stack_effect_checks() = on;
+        return before;
+      },
+      nb::arg("on"),
+      "Checks each handler's push/pop against the opcode's stack effect from now on (a mismatch "
+      "is an internal error); returns the previous setting. Also on with BYTEGRAPH_CHECK_STACK_EFFECTS.");
   trace.def(
       "trace",
       [](nb::object fn, nb::tuple args, nb::dict kwargs, bool allow_graph_break, nb::object log) -> nb::object {

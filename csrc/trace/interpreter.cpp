@@ -4,6 +4,7 @@
 #include "trace/interpreter.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -39,6 +40,11 @@ const HandlerTable& handlers() {
     return t;
   }();
   return table;
+}
+
+bool& stack_effect_checks() {
+  static bool on = std::getenv("BYTEGRAPH_CHECK_STACK_EFFECTS") != nullptr;
+  return on;
 }
 
 const char* opcode_name(int opcode) {
@@ -128,15 +134,47 @@ void log_instruction(Tracer& tracer, const FrameState& frame, const bytecode::In
 
 constexpr const char* kInternalErrorMark = " (while tracing ";
 
+// The stack effect an instruction has when it runs. The opcode table's is the compiler's
+// accounting, which differs from what the interpreter does in two places: 3.11 charges CALL's
+// arguments to the PRECALL before it (a no-op when it runs), and RETURN_GENERATOR leaves the
+// new generator for the POP_TOP after it (counted as no push before 3.13).
+std::optional<int> run_time_stack_effect(const bytecode::Instruction& inst, bool jumped) {
+  const int arg = inst.arg < 0 ? 0 : inst.arg;
+  static const int precall = bytecode::family_opcode(bytecode::Family::kCallPrepare);
+  if (inst.opcode == precall) return 0;
+  std::optional<int> effect = bytecode::stack_effect(inst.opcode, arg, jumped);
+  if (effect && precall >= 0 && inst.opcode == bytecode::op::CALL) return *effect + *bytecode::stack_effect(precall, arg, false);
+  if (inst.opcode == bytecode::op::RETURN_GENERATOR) return 1;
+  return effect;
+}
+
+// Compares a handler's net push/pop with the instruction's stack effect on the path it took
+// (fall-through or jump), as CPython's interpreter declares (in -- out) per instruction; a
+// mismatch is a tracer bug, reported where it happens instead of as a wrong stack later.
+void check_stack_effect(const FrameState& frame, const bytecode::Instruction& inst, size_t depth_before,
+                        size_t next_pc) {
+  const bool jumped = frame.pc != next_pc;
+  std::optional<int> expected = run_time_stack_effect(inst, jumped);
+  if (!expected) return;
+  const long actual = static_cast<long>(frame.stack.size()) - static_cast<long>(depth_before);
+  if (actual != *expected)
+    throw InternalError(std::string("stack effect of ") + opcode_name(inst.opcode) + (jumped ? " (jumping)" : "") +
+                        ": the handler left " + std::to_string(actual) + ", the instruction's is " +
+                        std::to_string(*expected));
+}
+
 // Runs one instruction; on a break, the innermost frame records the user stack.
 void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) {
   if (tracer.log) log_instruction(tracer, frame, inst);
   Handler handler = handlers()[inst.opcode];
+  const size_t depth_before = frame.stack.size();
+  const size_t next_pc = frame.pc;  // the caller moved past the instruction already
   try {
     if (handler == nullptr)
       unsupported("unsupported_opcode", std::string("opcode ") + opcode_name(inst.opcode) + " is not supported");
     try {
       handler(tracer, frame, inst);
+      if (stack_effect_checks()) check_stack_effect(frame, inst, depth_before, next_pc);
     } catch (PythonError& error) {
       // Python code the tracer ran for real raised (an index out of range, a missing key):
       // the real call would raise there too, so stop before this instruction. An interrupt

@@ -32,6 +32,10 @@ class HandlerTable {
 const HandlerTable& handlers();
 const char* opcode_name(int opcode);
 
+// Whether each handler's push/pop is checked against the opcode's stack effect (a mismatch is
+// an InternalError): BYTEGRAPH_CHECK_STACK_EFFECTS set, or _C.trace.check_stack_effects(True).
+bool& stack_effect_checks();
+
 // One registration function per handler family (handlers_*.cpp).
 void register_stack_handlers(HandlerTable& table);
 void register_operator_handlers(HandlerTable& table);
