@@ -171,6 +171,52 @@ def test_itertools_that_read_their_input_whole_consume_iterators_and_generators_
     capture(f, torch.ones(2), ops=3)
 
 
+def test_endless_itertools_count_and_repeat_are_lazy():
+    import itertools
+
+    def f(x, xs):
+        scaled = [v * i for i, v in zip(itertools.count(1), xs)]
+        c = itertools.count(0.5, 2)
+        a, b = next(c), next(c)
+        shifted = list(map(lambda t, k: t + k, xs, itertools.count()))
+        paired = list(zip(xs, itertools.repeat(x)))
+        for k in itertools.count(10, -3):
+            if k < 0:
+                break
+            x = x + k
+        return scaled, a + b, shifted, paired[1][1] + x, next(c)
+
+    capture(f, torch.ones(2), [torch.ones(1), torch.zeros(1)], ops=9)
+
+    def returned(x):
+        c = itertools.count(x.dim(), 0.5)
+        next(c)
+        return c                                               # made again where it got to
+
+    assert repr(bytegraph.compile(returned, backend="eager", fullgraph=True)(torch.ones(2))) == "count(1.5, 0.5)"
+
+
+def test_islice_over_an_iterator_takes_only_the_items_it_reaches():
+    import itertools
+
+    def f(a):
+        x, y = list(itertools.islice(itertools.chain([a + 1, a + 2], [a + 3, a + 4]), 1, 3))
+        it = iter([1, 2, 3, 4, 5, 6, 7])
+        first = list(itertools.islice(it, 2))
+        rest = list(it)                                        # islice took two, no more
+        g = (a * i for i in range(100))
+        some = list(itertools.islice(g, 3, 12, 4))
+        after = next(g)                                        # the generator stopped at 11
+        endless = list(itertools.islice(itertools.count(), 2, 9, 3))
+        left = itertools.islice(iter([a, a + 1, a + 2]), 1, None)
+        next(left)
+        return x - y, first, rest, some, after, endless, list(left)
+
+    capture(f, torch.ones(2), ops=20)
+    with pytest.raises(ValueError, match="Indices for islice"):
+        bytegraph.compile(lambda x: list(itertools.islice(iter([x]), -1, 2)), backend="eager")(torch.ones(1))
+
+
 def test_a_union_of_classes_is_made_for_isinstance():
     import abc
 
