@@ -330,6 +330,8 @@ def _classify_by_rules(obj) -> str:
         return "autocast"
     if isinstance(obj, type) and obj in _PROFILER_CONTEXTS:
         return "null_context"
+    if obj is sys.exc_info or obj is getattr(sys, "exception", None):
+        return "handled_exception"
     if isinstance(obj, type) and obj in _CONSTANT_CONSTRUCTORS:
         return "pure_function"
     if isinstance(obj, torch.Tensor):

@@ -380,3 +380,44 @@ def test_errors_of_calls_and_folds_are_catchable():
         return x + len(caught), caught
 
     check(f, X, ops=1)
+
+
+def test_sys_exc_info_and_exception_in_and_after_except_blocks():
+    import sys
+
+    def f(x):
+        try:
+            raise ValueError("inside")
+        except ValueError:
+            kind, value, _ = sys.exc_info()
+            inside = (kind is ValueError, str(value), str(sys.exception()))
+        after = sys.exc_info()[0] is None and sys.exception() is None
+        return x + 1, inside, after
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    assert same(compiled(x), f(x)) and same(compiled(x), f(x))
+    assert counter.frame_count == 1
+
+
+def test_the_callers_handled_exception_read_by_the_trace_is_guarded():
+    import sys
+
+    def f(x):
+        return x + 1, sys.exc_info()[0]
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    x = torch.ones(2)
+    assert compiled(x)[1] is None
+    try:
+        raise KeyError("the caller's")
+    except KeyError:
+        # Called inside the caller's except block: the None the trace answered does not hold.
+        result = compiled(x)
+    assert result[1] is KeyError and same(result[0], x + 1)
+    assert compiled(x)[1] is None
+    # Recompiled once inside the except block (its graph stops before sys.exc_info(), which
+    # runs for real); the first entry serves the last call again.
+    assert counter.frame_count == 2

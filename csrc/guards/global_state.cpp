@@ -100,6 +100,11 @@ struct Readers {
   }
 };
 
+bool handling_an_exception() {
+  auto handled = py::Ref<>::steal(PyErr_GetHandledException());
+  return handled && handled.get() != Py_None;
+}
+
 bool same_value(PyObject* a, PyObject* b) {
   if (a == b) return true;  // bools, dtypes and small ints are singletons
   return PyLong_CheckExact(a) && PyLong_CheckExact(b) && PyObject_RichCompareBool(a, b, Py_EQ) == 1;
@@ -172,6 +177,7 @@ class GlobalStateMatch final : public LeafGuard {
     }
     for (const auto& entry : details(snapshot_).values)
       if (snapshot_.autocast_details || !entry.autocast) text += ", " + entry.name + " == " + text_of(entry.value.get());
+    if (snapshot_.no_handled_exception) text += ", sys.exception() is None";
     return text;
   }
   std::string dedupe_key() const override { return "GLOBAL_STATE"; }
@@ -193,6 +199,8 @@ class GlobalStateMatch final : public LeafGuard {
         return std::string(kComponentNames[i]) + ": traced with " + text_of(snapshot_.components[i].get()) +
                ", called with " + text_of(now.get());
     }
+    if (snapshot_.no_handled_exception && handling_an_exception())
+      return "sys.exception(): traced with None, called while the caller handles an exception";
     if (!snapshot_.compare_details) return "";
     // The mode count matched above, so the snapshot's entries are the ones to read now.
     const auto& then = details(snapshot_).values;

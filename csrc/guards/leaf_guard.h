@@ -75,6 +75,9 @@ struct GlobalStateSnapshot {
   // Each device's autocast switch and dtype are compared even while autocast is off: the
   // trace folded a query of them.
   void compare_autocast_settings();
+  // The thread handles no exception when the frame starts (sys.exception() is None there):
+  // the trace answered sys.exception() / sys.exc_info() outside its own except blocks.
+  bool no_handled_exception = false;
 };
 LeafPtr make_global_state_match(GlobalStateSnapshot snapshot);
 bool grad_mode_enabled_now();

@@ -96,6 +96,7 @@ ObjectKind classify(PyObject* object) {
       {"pure_function", ObjectKind::PureFunction}, {"class", ObjectKind::Class},
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
       {"autocast", ObjectKind::Autocast},         {"null_context", ObjectKind::NullContext},
+      {"handled_exception", ObjectKind::HandledException},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},

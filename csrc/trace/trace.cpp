@@ -194,6 +194,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   trace_result.guard_set->add_distinct_objects(tensor_sources);
   // The graph was traced under the global state the frame started with.
   if (tracer.read_autocast_settings) global_state.compare_autocast_settings();
+  if (tracer.read_no_handled_exception) global_state.no_handled_exception = true;
   trace_result.guard_set->add_global_state_match(std::move(global_state));
   trace_result.guards = trace_result.guard_set->describe();
   if (tracer.shapes->active()) {

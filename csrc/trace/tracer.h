@@ -113,6 +113,9 @@ class Tracer {
   bool may_split = false;
   // A folded query read autocast settings (the global-state guard then compares them always).
   bool read_autocast_settings = false;
+  // sys.exception() / sys.exc_info() was answered as none outside the trace's except blocks:
+  // the global-state guard checks that the frame starts with no exception handled.
+  bool read_no_handled_exception = false;
   // The exception being handled (what sys.exception() returns), as the trace's except blocks
   // set it; null where it is whatever it is outside the trace.
   ValuePtr handled_exception;

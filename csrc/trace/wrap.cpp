@@ -7,6 +7,7 @@
 #include "trace/tracer.h"
 #include "trace/values/dict_views.h"
 #include "trace/values/environ.h"
+#include "trace/values/exceptions.h"
 #include "python/type_dict.h"
 #include "trace/values/autocast.h"
 #include "trace/values/cached_function.h"
@@ -443,6 +444,12 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Autocast:
       pin_callable(real, source);
       return std::make_shared<AutocastValue>(source);
+    case ObjectKind::HandledException: {
+      pin_callable(real, source);
+      py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
+      const bool exc_info = PyUnicode_CompareWithASCIIString(name.get(), "exc_info") == 0;
+      return std::make_shared<HandledExceptionQueryValue>(py::Ref<>::newref(real), exc_info, source);
+    }
     case ObjectKind::NullContext:
       pin_callable(real, source);
       return std::make_shared<NullContextValue>(py::Ref<>::newref(real), true, source);

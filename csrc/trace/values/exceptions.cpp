@@ -305,6 +305,24 @@ void raise_folded_error(const PythonError& error, const std::string& message) {
   throw Raised(std::move(exception), "constant_fold_raised", message);
 }
 
+ValuePtr HandledExceptionQueryValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if (!args.empty() || !kwargs.empty())
+    raise_error("bad_call", PyExc_TypeError, repr() + "() takes no arguments");
+  ValuePtr handled = tracer.handled_exception;
+  if (!handled) {
+    // Outside the trace's except blocks: the caller's handled exception.
+    auto outside = py::Ref<>::steal(PyErr_GetHandledException());
+    if (outside && outside.get() != Py_None)
+      unsupported("unsupported_call", repr() + "() while the caller handles an exception");
+    tracer.read_no_handled_exception = true;
+    handled = ConstantValue::none();
+  }
+  if (!exc_info_) return handled;
+  if (handled->is_constant()) return std::make_shared<SequenceValue>(false, Args{handled, handled, handled});
+  ValuePtr type = tracer.wrap(handled->python_type(), nullptr);
+  return std::make_shared<SequenceValue>(false, Args{type, handled, handled->get_attr(tracer, "__traceback__")});
+}
+
 void chain_context(Tracer& tracer, Raised& raised) {
   if (raised.context_set()) return;
   raised.mark_context_set();

@@ -79,6 +79,23 @@ py::Ref<> exception_text_stand_in(const ValuePtr& value);
 ValuePtr stop_iteration_error(const ValuePtr& exception);
 // The same for an exception raised by folding an operation on constants (1 / 0, a missing
 // key of a constant dict): its arguments are constants, or it is kept as the real object.
+// sys.exception() and sys.exc_info(): the exception the trace's except blocks handle; outside
+// them, the caller's, answered as none only while there is none (the global-state guard then
+// checks that the frame starts with none handled).
+class HandledExceptionQueryValue : public Value {
+ public:
+  HandledExceptionQueryValue(py::Ref<> function, bool exc_info, guards::SourcePtr source)
+      : Value(std::move(source)), function_(std::move(function)), exc_info_(exc_info) {}
+  std::string repr() const override { return exc_info_ ? "sys.exc_info" : "sys.exception"; }
+  PyObject* real_object() const override { return function_.get(); }
+  bool truthy(Tracer&) const override { return true; }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
+
+ private:
+  py::Ref<> function_;
+  bool exc_info_;
+};
+
 [[noreturn]] void raise_folded_error(const PythonError& error, const std::string& message);
 // Sets the __context__ of a raised exception to the one being handled (Python's implicit
 // chaining); once per raise.
