@@ -1,8 +1,6 @@
 // Jumps, branches, for-loops over known iterators, and returns.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
-#include "trace/values/autocast.h"
-#include "trace/values/null_context.h"
 #include "trace/values/generators.h"
 #include "trace/values/exceptions.h"
 #include "bytecode/opcodes.h"
@@ -159,24 +157,15 @@ void end_send(Tracer&, FrameState& frame, const Instruction&) {
   frame.push(std::move(value));
 }
 
-// `with ctx:` — grad-mode blocks, and objects whose class defines __enter__ and __exit__ in
-// Python (contextlib's helpers included): __enter__ is inlined, __exit__ pushed for the
-// block's exits to call (with the exception, if one leaves the block).
+// `with ctx:` — context managers the tracer models (grad modes, autocast, profilers: the
+// value enters itself), and objects whose class defines __enter__ and __exit__ in Python
+// (contextlib's helpers included): __enter__ is inlined, __exit__ pushed for the block's exits
+// to call (with the exception, if one leaves the block).
 void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr context = frame.pop();
-  if (auto* grad_mode = dynamic_cast<GradModeValue*>(context.get())) {
-    frame.push(grad_mode->enter(tracer));
-    frame.push(ConstantValue::none());  // what __enter__ returned
-    return;
-  }
-  if (auto* null_context = dynamic_cast<NullContextValue*>(context.get())) {
-    frame.push(null_context->enter(tracer));
-    frame.push(std::move(context));  // __enter__ returns the object itself
-    return;
-  }
-  if (auto* autocast = dynamic_cast<AutocastValue*>(context.get())) {
-    frame.push(autocast->enter(tracer));
-    frame.push(std::move(context));  // __enter__ returns the autocast object itself
+  if (auto entered = context->enter_with(tracer)) {
+    frame.push(std::move(entered->first));
+    frame.push(std::move(entered->second));
     return;
   }
   auto object = std::dynamic_pointer_cast<ObjectValue>(context);

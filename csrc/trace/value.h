@@ -77,6 +77,10 @@ class Value : public std::enable_shared_from_this<Value> {
   // lazy iterator, an unstarted generator); nullopt leaves it to PlanWriter's rules. Throws
   // NotRestorable where the kind knows it cannot be made again.
   virtual std::optional<codegen::OutputPlan> remake(PlanWriter& writer);
+  // BEFORE_WITH on a context manager the tracer models itself (grad modes, autocast,
+  // profilers): {the __exit__ value, what __enter__ returned}; nullopt for the others, whose
+  // Python __enter__/__exit__ are inlined.
+  virtual std::optional<std::pair<ValuePtr, ValuePtr>> enter_with(Tracer&) { return std::nullopt; }
 
  private:
   guards::SourcePtr source_;
@@ -396,8 +400,8 @@ class GradModeValue : public Value {
       : Value(std::move(source)), enabled_(enabled), is_class_(is_class), switch_when_made_(switch_when_made) {}
   std::string repr() const override;
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
-  // BEFORE_WITH: switches the mode; returns the __exit__ value.
-  ValuePtr enter(Tracer& tracer);
+  // Switches the mode; the __exit__ value restores it (__enter__ returns None).
+  std::optional<std::pair<ValuePtr, ValuePtr>> enter_with(Tracer& tracer) override;
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
 
  private:

@@ -70,14 +70,14 @@ ValuePtr AutocastValue::get_attr(Tracer& tracer, const std::string& name) {
   return Value::get_attr(tracer, name);
 }
 
-ValuePtr AutocastValue::enter(Tracer& tracer) {
+std::optional<std::pair<ValuePtr, ValuePtr>> AutocastValue::enter_with(Tracer& tracer) {
   if (is_class()) unsupported("unsupported_context", "`with` on the class torch.autocast");
   py::Ref<> arguments = constants_tuple(arguments_);
   py::Ref<> mode = check(PyObject_CallObject(tracer.bridge.enter_autocast.get(), arguments.get()));
   tracer.autocast_modes.push_back(mode.copy());
   graph::Node& node = tracer.graph.append(graph::Op::CallFunction, tracer.bridge.enter_autocast.copy(),
                                           std::move(arguments), nullptr, mode.copy(), tracer.location());
-  return std::make_shared<AutocastExitValue>(node.index, std::move(mode));
+  return std::pair<ValuePtr, ValuePtr>{std::make_shared<AutocastExitValue>(node.index, std::move(mode)), shared_from_this()};
 }
 
 std::optional<codegen::OutputPlan> AutocastValue::remake(PlanWriter& writer) {

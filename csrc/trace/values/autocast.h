@@ -19,8 +19,8 @@ class AutocastValue : public Value {
   bool truthy(Tracer&) const override { return true; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
-  // BEFORE_WITH: enters autocast (recorded, and for real); returns the __exit__ value.
-  ValuePtr enter(Tracer& tracer);
+  // Enters autocast (recorded, and for real); __enter__ returns the object itself.
+  std::optional<std::pair<ValuePtr, ValuePtr>> enter_with(Tracer& tracer) override;
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
 
  private:

@@ -136,12 +136,13 @@ std::optional<codegen::OutputPlan> GradModeValue::remake(PlanWriter& writer) {
   return writer.call(grad_mode_class(enabled_), {});
 }
 
-ValuePtr GradModeValue::enter(Tracer& tracer) {
+std::optional<std::pair<ValuePtr, ValuePtr>> GradModeValue::enter_with(Tracer& tracer) {
   if (is_class_) unsupported("unsupported_context", "`with` on the class " + repr());
-  if (switch_when_made_) return std::make_shared<GradModeExitValue>(before_made_);  // switched when made
+  if (switch_when_made_)  // switched when made
+    return std::pair<ValuePtr, ValuePtr>{std::make_shared<GradModeExitValue>(before_made_), ConstantValue::none()};
   bool previous = real_grad_enabled(tracer.bridge);
   record_set_grad_enabled(tracer, enabled_);
-  return std::make_shared<GradModeExitValue>(previous);
+  return std::pair<ValuePtr, ValuePtr>{std::make_shared<GradModeExitValue>(previous), ConstantValue::none()};
 }
 
 ValuePtr GradModeExitValue::call(Tracer& tracer, const Args&, const KwArgs&) {

@@ -1,18 +1,10 @@
 // Profiler context managers in a traced function (see null_context.h).
 #include "trace/values/null_context.h"
 
+#include "guards/leaf_guard.h"
 #include "trace/tracer.h"
 
 namespace bytegraph::trace {
-
-namespace {
-
-bool real_grad_enabled(const Bridge& bridge) {
-  py::Ref<> enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
-  return enabled.get() == Py_True;
-}
-
-}  // namespace
 
 std::string NullContextValue::repr() const {
   return "NullContextVariable(" + std::string(reinterpret_cast<PyTypeObject*>(cls_.get())->tp_name) +
@@ -30,13 +22,14 @@ ValuePtr NullContextValue::call(Tracer&, const Args&, const KwArgs&) {
   return std::make_shared<NullContextValue>(cls_.copy(), false);
 }
 
-ValuePtr NullContextValue::enter(Tracer& tracer) {
+std::optional<std::pair<ValuePtr, ValuePtr>> NullContextValue::enter_with(Tracer&) {
   if (is_class_) unsupported("unsupported_context", "`with` on the class " + repr());
-  return std::make_shared<NullContextExitValue>(real_grad_enabled(tracer.bridge));
+  return std::pair<ValuePtr, ValuePtr>{std::make_shared<NullContextExitValue>(guards::grad_mode_enabled_now()),
+                                       shared_from_this()};
 }
 
 ValuePtr NullContextExitValue::call(Tracer&, const Args&, const KwArgs&) { return make_bool(false); }
 
-bool NullContextExitValue::re_enterable(Tracer& tracer) const { return real_grad_enabled(tracer.bridge) == previous(); }
+bool NullContextExitValue::re_enterable(Tracer&) const { return guards::grad_mode_enabled_now() == previous(); }
 
 }  // namespace bytegraph::trace

@@ -17,8 +17,8 @@ class NullContextValue : public Value {
   PyObject* python_type() const override;
   bool truthy(Tracer&) const override { return true; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
-  // BEFORE_WITH: returns the __exit__ value.
-  ValuePtr enter(Tracer& tracer);
+  // Records nothing; __enter__ returns the object itself.
+  std::optional<std::pair<ValuePtr, ValuePtr>> enter_with(Tracer& tracer) override;
 
  private:
   py::Ref<> cls_;
