@@ -17,12 +17,14 @@ Errors that mean "this op's output depends on tensor data" are re-raised as
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 import operator
 import types
 import weakref
 
+import sympy
 import torch
 import torch.fx
 
@@ -42,6 +44,13 @@ from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
 )
+from torch.fx.experimental.symbolic_shapes import (
+    GuardOnDataDependentSymNode,
+    compute_unbacked_bindings,
+    free_unbacked_symbols,
+)
+
+from bytegraph import config
 
 
 _dynamic_log = logging.getLogger("bytegraph.dynamic")
@@ -104,7 +113,9 @@ class Source:
         return isinstance(other, Source) and other.name == self.name
 
 
-_DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
+# A question about a value only the data knows: an op's output, or a decision on a scalar read
+# from a tensor (`.item()` kept in the graph as a symbol with no value while tracing).
+_DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode)
 
 
 class Session:
@@ -125,6 +136,9 @@ class Session:
         # whether guards added by each op are logged (the `dynamic` log artifact).
         self.may_be_dynamic = shapes is not None
         self.log_dynamic = shapes is not None and _dynamic_log.isEnabledFor(logging.INFO)
+        # Whether `Tensor.item()` stays in the graph (torch.compile's setting; always so under
+        # fullgraph, which the tracer adds).
+        self.capture_scalar_outputs = bool(config.capture_scalar_outputs)
 
     def fake_input(self, real: torch.Tensor):
         return _fake_cache.fake_copy(lambda: self._fakes.fake(real))
@@ -154,6 +168,12 @@ class Session:
             self.shapes = Shapes(self.mode)
         return self.shapes
 
+    def allow_scalar_outputs(self):
+        """From now on a scalar read from a fake (`.item()`) is a fresh unbacked symbol."""
+        env = self._shapes().env
+        if not env.allow_scalar_outputs:  # a setting fake tensors key their op cache on
+            env.settings = dataclasses.replace(env.settings, allow_scalar_outputs=True)
+
     @property
     def dynamic_mode(self):
         """The fake mode when the trace has symbolic values (backends must reuse it), else None."""
@@ -163,14 +183,22 @@ class Session:
         try:
             with self.mode:
                 if kind == "call_function":
-                    return target(*args, **kwargs)
-                if kind == "call_method":
-                    return getattr(args[0], target)(*args[1:], **kwargs)
-                if kind == "call_module":
-                    return self._run_module(target, args, kwargs)
+                    result = target(*args, **kwargs)
+                elif kind == "call_method":
+                    result = getattr(args[0], target)(*args[1:], **kwargs)
+                elif kind == "call_module":
+                    result = self._run_module(target, args, kwargs)
+                else:
+                    raise ValueError(f"bytegraph bridge: unknown op kind {kind!r}")
         except _DATA_DEPENDENT as error:
             raise DataDependentOp(f"{type(error).__name__}: {error}") from error
-        raise ValueError(f"bytegraph bridge: unknown op kind {kind!r}")
+        env = self.mode.shape_env
+        if env is not None and env.pending_fresh_unbacked_symbols:
+            # The op made unbacked symbols (`.item()`): they are its result's, bound to its node
+            # (`_unbacked_bindings` when the graph is built); a backend tracing the graph again
+            # must not find them pending.
+            compute_unbacked_bindings(env, result)
+        return result
 
     def _run_module(self, module: torch.nn.Module, args, kwargs):
         return self._fake_module(module)(*args, **kwargs)
@@ -212,6 +240,16 @@ def _map_refs(value, nodes):
     return value
 
 
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _unbacked_bindings(number):
+    """The symbols a node's scalar result binds (as torch.compile's graphs record them): a
+    scalar read from a tensor is one fresh symbol."""
+    expr = number.node.expr
+    return {expr: ()} if isinstance(expr, sympy.Symbol) else {}
+
+
 def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list):
     """Materialises the C++ graph: `nodes` are (op, target, args, kwargs, name, fake, stack_trace)
     in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
@@ -235,6 +273,8 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
         node = graph.create_node(op, target, args, kwargs, name=name or None)
         if fake is not None:
             node.meta["example_value"] = fake
+            if isinstance(fake, _SYMBOLIC) and free_unbacked_symbols(fake):
+                node.meta["unbacked_bindings"] = _unbacked_bindings(fake)
         if stack_trace:
             node.meta["stack_trace"] = stack_trace
         created.append(node)

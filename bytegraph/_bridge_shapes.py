@@ -23,6 +23,7 @@ import torch._guards
 from torch.fx.experimental.symbolic_shapes import (
     ConstraintViolationError,
     DimDynamic,
+    GuardOnDataDependentSymNode,  # noqa: F401  (the tracer reads it here)
     ShapeEnv,
     ShapeGuardPythonPrinter,
     StatelessSymbolicContext,

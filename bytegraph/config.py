@@ -23,7 +23,8 @@ _SETTINGS = {
     "verbose": (False, "log each compiled frame, its graphs and the reasons for graph breaks"),
     "error_on_recompile": (False, "raise instead of recompiling when a guard fails"),
     "disable": (False, "make bytegraph.compile/optimize return the function unchanged"),
-    "capture_scalar_outputs": (False, "keep .item() in the graph instead of breaking"),
+    "capture_scalar_outputs": (False, "keep .item() and .tolist() in the graph (as symbols the data decides) "
+                                      "instead of breaking there; always so under fullgraph"),
     "automatic_dynamic_shapes": (True, "recompile with dynamic sizes once a size changes"),
     "assume_static_by_default": (True, "compile with static sizes first (False: sizes and ints are dynamic "
                                        "from the first compile, as with dynamic=True, unless dynamic=False)"),

@@ -300,3 +300,17 @@ def test_past_the_recompile_limit_entries_still_serve_and_callees_are_not_compil
     assert torch.equal(compiled(torch.ones(2), 1), torch.ones(2) + 2)  # n=1 has an entry
     assert _frame.stats()["cache_hits"] == served + 1
     assert counter.frame_count == 2
+
+
+def test_every_setting_is_read_somewhere_in_the_package():
+    """A setting nothing reads would silently do nothing: each is read as `config.<name>`
+    outside config.py (where the tests above prove what it does)."""
+    import pathlib
+    import re
+
+    from bytegraph import config
+
+    package = pathlib.Path(bytegraph.__file__).parent
+    sources = "\n".join(path.read_text() for path in package.rglob("*.py") if path.name != "config.py")
+    unread = [name for name in config.defaults() if not re.search(rf"\bconfig\.{name}\b", sources)]
+    assert unread == []

@@ -50,10 +50,19 @@ def test_item_and_data_dependent_output_shapes():
     def item(x):
         return x.sum().item()
 
+    def branch_on_item(x):
+        return x + 1 if x.sum().item() > 0 else x - 1
+
     def nonzero(x):
         return torch.nonzero(x)
 
-    assert break_kind(item, torch.ones(2)).kind == "data_dependent_op"
+    # A trace that may split breaks at .item(); one that may not (fullgraph) keeps it in the
+    # graph, and breaks where a decision needs its value.
+    whole = trace(item, torch.ones(2))
+    assert [node.target for node in whole.graph_module.graph.nodes if node.op == "call_method"] == ["sum", "item"]
+    split = C.trace.trace(item, (torch.ones(2),), allow_graph_break=True)
+    assert split.graph_break["kind"] == "data_dependent_op"
+    assert break_kind(branch_on_item, torch.ones(2)).kind == "data_dependent_branch"
     assert break_kind(nonzero, torch.ones(2)).kind == "data_dependent_op"
 
 

@@ -23,8 +23,8 @@ constexpr std::array kBreakKinds = {
     BreakKind{"data_dependent_branch", "the branch depends on a tensor's value; compute both sides with "
                                        "torch.where, or move the branch out of the compiled region"},
     BreakKind{"data_dependent_op", "the operation's output depends on tensor values (e.g. .item(), nonzero); "
-                                   "keep it out of the compiled function or set "
-                                   "bytegraph.config.capture_scalar_outputs"},
+                                   "keep it out of the compiled function (.item() and .tolist() stay in the "
+                                   "graph with bytegraph.config.capture_scalar_outputs, or under fullgraph)"},
     BreakKind{"dict_changed_size", "a loop over a dict goes on after the dict changed size, which raises "
                                    "RuntimeError; it runs eagerly so the error is raised as Python raises it"},
     BreakKind{"disabled_function", "the function is wrapped by bytegraph.disable() and runs eagerly; remove "

@@ -81,6 +81,11 @@ class SymbolicShapes {
   // Calls into the bridge's Shapes; `where` is the user's location.
   bool guard_bool(PyObject* fake);
   py::Ref<> specialize(PyObject* fake, const std::string& reason);
+  // Whether `Tensor.item()` stays in the graph as an unbacked symbol (config's
+  // capture_scalar_outputs, or fullgraph, as under torch.compile), and switching the ShapeEnv
+  // to make one.
+  bool captures_scalar_outputs() const;
+  void allow_scalar_outputs();
   // After an op ran on fakes: logs the guards it added (only when the dynamic log is on).
   void after_op();
   // Whether any value of this trace is symbolic (the session made a ShapeEnv).
@@ -101,6 +106,7 @@ class SymbolicShapes {
   PyObject* session_;  // borrowed: the tracer owns the session
   bool may_be_dynamic_ = false;
   bool log_guards_ = false;
+  bool capture_scalar_outputs_ = false;
   std::unordered_map<std::string, ValuePtr> symbols_;  // lifted symbol name -> placeholder value
 };
 
@@ -121,6 +127,9 @@ ValuePtr wrap_symbolic_number(Tracer& tracer, int node, PyObject* result);
 ValuePtr tensor_metadata(Tracer& tracer, const ValuePtr& tensor, const std::string& name, bool attribute,
                          const Args& args, const KwArgs& kwargs);
 ValuePtr tensor_size(Tracer& tracer, const ValuePtr& tensor, int dim);
+// `tensor.item()` kept in the graph (SymbolicShapes::captures_scalar_outputs): a fresh unbacked
+// symbol while tracing, the tensor's value when the graph runs.
+ValuePtr scalar_output(Tracer& tracer, const ValuePtr& tensor);
 // Python operators with a symbolic operand and no tensor: recorded; null when not applicable.
 ValuePtr symbolic_operator(Tracer& tracer, PyObject* function, const Args& operands);
 // Builtins called with symbolic arguments (int(), min(), range(), ...); null when the usual

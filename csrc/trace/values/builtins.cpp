@@ -525,6 +525,9 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if ((function == builtin("locals") || function == builtin("vars")) && args.empty() && kwargs.empty())
     return frame_locals(tracer);
   if (function == builtin("dir") && args.empty()) unsupported("frame_introspection", "dir() lists the calling frame's names");
+  if ((function == builtin("int") || function == builtin("float")) && args.size() == 1 && kwargs.empty() &&
+      args[0]->is_tensor() && tracer.shapes->captures_scalar_outputs())
+    return symbolic_builtin(tracer, *this, function, {scalar_output(tracer, args[0])}, {});
   if (ValuePtr result = symbolic_builtin(tracer, *this, function, args, kwargs)) return result;
   // Before folding: a constant of a user class (an int subclass) has Python methods to inline.
   if (ValuePtr result = call_number_builtin(tracer, function, args, kwargs)) return result;

@@ -15,6 +15,7 @@ struct SymBridge {
   PyTypeObject* sym_float = nullptr;
   PyTypeObject* sym_bool = nullptr;
   py::Ref<> describe, sym_int_fn, sym_float_fn, sym_max, sym_min;
+  py::Ref<> data_dependent_guard;  // GuardOnDataDependentSymNode
 
   static const SymBridge& get() {
     static SymBridge* bridge = [] {  // leaked: lives as long as the interpreter
@@ -32,6 +33,7 @@ struct SymBridge {
       b->sym_float_fn = check(PyObject_GetAttrString(module.get(), "SYM_FLOAT"));
       b->sym_max = check(PyObject_GetAttrString(module.get(), "SYM_MAX"));
       b->sym_min = check(PyObject_GetAttrString(module.get(), "SYM_MIN"));
+      b->data_dependent_guard = check(PyObject_GetAttrString(module.get(), "GuardOnDataDependentSymNode"));
       return b;
     }();
     return *bridge;
@@ -39,6 +41,16 @@ struct SymBridge {
 };
 
 py::Ref<> text(const std::string& value) { return check(PyUnicode_FromString(value.c_str())); }
+
+// A failed question to the ShapeEnv: a break when only the data could answer it (a symbol
+// read from a tensor by `.item()`), else the Python error it is.
+[[noreturn]] void data_dependent_failure(const char* kind, const std::string& what, PyObject* number) {
+  bool data_dependent = PyErr_ExceptionMatches(Bridge::get().data_dependent_error.get()) ||
+                        PyErr_ExceptionMatches(SymBridge::get().data_dependent_guard.get());
+  PythonError error = PythonError::fetch();
+  if (data_dependent) unsupported(kind, what + py_str(number) + ", a value read from tensor data");
+  throw error;
+}
 
 bool is_sym(const ValuePtr& value) { return dynamic_cast<SymNumberValue*>(value.get()) != nullptr; }
 
@@ -125,6 +137,8 @@ SymbolicShapes::SymbolicShapes(Tracer& tracer, PyObject* session) : tracer_(trac
   may_be_dynamic_ = PyObject_IsTrue(may.get()) == 1;
   py::Ref<> log = check(PyObject_GetAttrString(session, "log_dynamic"));
   log_guards_ = PyObject_IsTrue(log.get()) == 1;
+  py::Ref<> scalars = check(PyObject_GetAttrString(session, "capture_scalar_outputs"));
+  capture_scalar_outputs_ = PyObject_IsTrue(scalars.get()) == 1;
 }
 
 py::Ref<> SymbolicShapes::shapes() const {
@@ -242,7 +256,8 @@ bool SymbolicShapes::guard_bool(PyObject* fake) {
   py::Ref<> shapes = this->shapes();
   if (!shapes) throw InternalError("a symbolic value in a trace without a ShapeEnv");
   std::string location = where();
-  py::Ref<> result = check(PyObject_CallMethod(shapes.get(), "guard_bool", "Os", fake, location.c_str()));
+  py::Ref<> result = py::Ref<>::steal(PyObject_CallMethod(shapes.get(), "guard_bool", "Os", fake, location.c_str()));
+  if (!result) data_dependent_failure("data_dependent_branch", "branching on ", fake);
   return result.get() == Py_True;
 }
 
@@ -250,8 +265,14 @@ py::Ref<> SymbolicShapes::specialize(PyObject* fake, const std::string& reason) 
   py::Ref<> shapes = this->shapes();
   if (!shapes) throw InternalError("a symbolic value in a trace without a ShapeEnv");
   std::string location = where();
-  return check(PyObject_CallMethod(shapes.get(), "specialize", "Oss", fake, reason.c_str(), location.c_str()));
+  py::Ref<> value = py::Ref<>::steal(PyObject_CallMethod(shapes.get(), "specialize", "Oss", fake, reason.c_str(), location.c_str()));
+  if (!value) data_dependent_failure("data_dependent_op", reason + " needs the value of ", fake);
+  return value;
 }
+
+bool SymbolicShapes::captures_scalar_outputs() const { return capture_scalar_outputs_ || !tracer_.may_split; }
+
+void SymbolicShapes::allow_scalar_outputs() { check(PyObject_CallMethod(session_, "allow_scalar_outputs", nullptr)); }
 
 void SymbolicShapes::after_op() {
   if (!log_guards_) return;

@@ -139,7 +139,30 @@ ValuePtr TensorValue::get_item(Tracer& tracer, const ValuePtr& key) {
 
 std::string TensorMethodValue::repr() const { return "GetAttrVariable(" + tensor_->repr() + ", " + name_ + ")"; }
 
+// Deciding anything on the scalar is a data-dependent break (symbolic.cpp).
+ValuePtr scalar_output(Tracer& tracer, const ValuePtr& tensor) {
+  tracer.shapes->allow_scalar_outputs();
+  return tracer.record(graph::Op::CallMethod, check(PyUnicode_FromString("item")), {tensor}, {});
+}
+
+namespace {
+
+// `t.tolist()`: nested lists of scalar outputs, one per element (the sizes are specialised).
+ValuePtr scalar_list(Tracer& tracer, const ValuePtr& tensor) {
+  py::Ref<> shape = check(PyObject_GetAttrString(static_cast<TensorValue&>(*tensor).fake(), "shape"));
+  if (PyTuple_GET_SIZE(shape.get()) == 0) return scalar_output(tracer, tensor);
+  std::optional<Args> rows = tensor->unpack(tracer);
+  Args items;
+  for (const ValuePtr& row : *rows) items.push_back(scalar_list(tracer, row));
+  return std::make_shared<SequenceValue>(true, std::move(items));
+}
+
+}  // namespace
+
 ValuePtr TensorMethodValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  if ((name_ == "item" || name_ == "tolist") && args.empty() && kwargs.empty() &&
+      tracer.shapes->captures_scalar_outputs())
+    return name_ == "item" ? scalar_output(tracer, tensor_) : scalar_list(tracer, tensor_);
   if (name_ == "item" || name_ == "tolist")
     unsupported("data_dependent_op", "Tensor." + name_ + "() reads tensor data");
   if (acts_outside_graph_) unsupported("tensor_effect", "Tensor." + name_ + "() acts outside the graph");
