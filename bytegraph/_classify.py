@@ -99,8 +99,8 @@ def _folded_queries():
     add(torch.jit.is_scripting, False)
     add(torch.jit.is_tracing, False)
     add(getattr(torch._C, "_get_tracing_state", None), None)
-    # Tensor subclasses with __torch_function__ are opaque to the tracer (classify), so on
-    # everything it traces these are False.
+    # The tracer dispatches __torch_function__ itself where an op is recorded (torch functions
+    # are recorded, not inlined), so code it inlines never needs to: these are False.
     for name in ("_has_torch_function", "_has_torch_function_unary", "_has_torch_function_variadic"):
         add(getattr(torch._C, name, None), False)
     add(getattr(torch._C, "_log_api_usage_once", None), None)
@@ -186,6 +186,9 @@ def _is_distributed_tensor_class(cls) -> bool:
     carry collectives and placements the tracer does not model yet (tensor parallelism), so a
     frame that reads one runs it eagerly rather than compute a wrong answer."""
     return any(getattr(base, "__module__", "").startswith("torch.distributed") for base in cls.__mro__)
+
+
+_DEFAULT_TORCH_FUNCTION = torch.Tensor.__torch_function__.__func__
 
 
 def _has_custom_torch_function(cls) -> bool:
@@ -337,7 +340,14 @@ def _classify_by_rules(obj) -> str:
     if isinstance(obj, torch.Tensor):
         if _is_distributed_tensor_class(type(obj)):
             return "distributed_tensor"
-        return "unknown" if _has_custom_torch_function(type(obj)) else "tensor"
+        # A subclass with its own __torch_function__ is traced through it (the tracer's
+        # dispatch); a wrapper subclass overriding it as well is not modelled.
+        custom = _has_custom_torch_function(type(obj))
+        return "unknown" if custom and hasattr(type(obj), "__tensor_flatten__") else "tensor"
+    if obj is _DEFAULT_TORCH_FUNCTION:
+        return "default_torch_function"
+    if obj is torch._C.DisableTorchFunctionSubclass or obj is torch._C.DisableTorchFunction:
+        return "subclass_dispatch_switch"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
     if type(obj) is frozenset:

@@ -24,7 +24,7 @@ import weakref
 import torch
 
 from bytegraph import (_compile_metrics, _distributed, _dynamic, _graph_failure, _logging, _readable_code,
-                       _stack_names, _structured_trace, backends, config, stance)
+                       _stack_names, _structured_trace, _torch_function, backends, config, stance)
 from bytegraph._shape_spec import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
@@ -200,9 +200,14 @@ class FrameConverter:
             self.compile_count += 1
             graph_name = f"__compiled_fn_{next(_graph_ids)}"
             backend = _distributed.backend_for_graph(self._compiler(), graph_name)
+            example_inputs = list(result.example_inputs)
+            if result.torch_function_inlined:
+                example_inputs = _torch_function.plain_inputs(example_inputs)
             with record.phase("backend"):
-                compiled = backends.call_backend(backend, gm, list(result.example_inputs), graph_name,
+                compiled = backends.call_backend(backend, gm, example_inputs, graph_name,
                                                  fake_mode=result.fake_mode)
+            if result.torch_function_inlined:
+                compiled = _torch_function.without_subclass_dispatch(compiled)
             record.add_graph(graph_name, gm, pieces=_distributed.piece_count(backend))
         with record.phase("guards"):
             _add_shape_guards(result, code)

@@ -141,9 +141,12 @@ _TORCH_DIR = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
 
 def fake_copy(make):
     """make(), a fake copy of a real tensor; an error raised inside torch (its meta converter
-    checks that the copy's metadata matches) becomes UnfakeableTensor, ours stays ours."""
+    checks that the copy's metadata matches) becomes UnfakeableTensor, ours stays ours.
+    A tensor subclass's __torch_function__ does not run: reading its metadata is the tracer's
+    business, not the program's."""
     try:
-        return make()
+        with torch._C.DisableTorchFunctionSubclass():
+            return make()
     except Exception as error:
         innermost = error.__traceback__
         while innermost.tb_next is not None:

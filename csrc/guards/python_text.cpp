@@ -17,6 +17,27 @@ std::string utf8_or_fallback(PyObject* text, PyObject* obj) {
   return std::string("<unprintable ") + Py_TYPE(obj)->tp_name + ">";
 }
 
+bool plain_scalar(PyObject* obj) {
+  return obj == Py_None || PyBool_Check(obj) || PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj);
+}
+
+// A list of at most a few plain scalars, or a dict of such keys and values.
+bool plain_and_small(PyObject* obj) {
+  constexpr Py_ssize_t kFew = 8;
+  if (PyList_Check(obj)) {
+    if (PyList_GET_SIZE(obj) > kFew) return false;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(obj); ++i)
+      if (!plain_scalar(PyList_GET_ITEM(obj, i))) return false;
+    return true;
+  }
+  if (PyDict_Size(obj) > kFew) return false;
+  PyObject *key, *value;
+  Py_ssize_t position = 0;
+  while (PyDict_Next(obj, &position, &key, &value))
+    if (!plain_scalar(key) || !plain_scalar(value)) return false;
+  return true;
+}
+
 }  // namespace
 
 std::string safe_repr(PyObject* obj) {
@@ -32,6 +53,14 @@ std::string short_repr(PyObject* obj) {
     char address[32];
     std::snprintf(address, sizeof address, "%p", static_cast<void*>(obj));
     return "<" + type_name(Py_TYPE(obj)) + " at " + address + ">";
+  }
+  // A dict's or list's repr is each item's: a module's globals would print every tensor (and
+  // run a subclass's __torch_function__ for each) to name one guard. Small ones of plain
+  // numbers and strings are shown.
+  if (obj != nullptr && (PyDict_Check(obj) || PyList_Check(obj)) && !plain_and_small(obj)) {
+    char address[32];
+    std::snprintf(address, sizeof address, "%p", static_cast<void*>(obj));
+    return "<" + type_name(Py_TYPE(obj)) + " of " + std::to_string(PyObject_Length(obj)) + " items at " + address + ">";
   }
   std::string text = safe_repr(obj);
   // One line per guard in listings: a module's repr spans many lines; keep its first.

@@ -44,6 +44,7 @@ class TensorMatch final : public LeafGuard {
  public:
   TensorMatch(const TensorMeta& meta, PyObject* tensor, const std::vector<int>& dynamic_dims)
       : meta_(meta), type_(py::Ref<PyTypeObject>::newref(Py_TYPE(tensor))) {
+    SubclassDispatchOff undispatched(tensor);
     dtype_ = bytegraph::check(meta.dtype(tensor));
     device_ = bytegraph::check(meta.device(tensor));
     device_check_ = device_check_for(tensor);
@@ -146,6 +147,7 @@ class TensorMatch final : public LeafGuard {
     }
     // From here on `value` has exactly the traced type, a TensorBase subclass, so the C
     // getters may be called on it.
+    SubclassDispatchOff undispatched(value);
     py::Ref<> dtype = bytegraph::check(meta_.dtype(value));
     if (dtype.get() != dtype_.get()) {  // dtypes are singletons
       if (reason) *reason = "dtype: expected " + safe_str(dtype_.get()) + ", got " +

@@ -49,6 +49,32 @@ void TensorMeta::load() {
   storage_offset_ = method_of(tensor_base_.get(), "storage_offset");
   const char* flags[3] = {"is_inference", "is_conj", "is_neg"};
   for (int i = 0; i < 3; ++i) flag_methods_[i] = method_of(tensor_base_.get(), flags[i]);
+  disable_subclass_ = check(PyObject_GetAttrString(torch_c.get(), "DisableTorchFunctionSubclass"));
+  py::Ref<> torch = import_module("torch");
+  py::Ref<> tensor = check(PyObject_GetAttrString(torch.get(), "Tensor"));
+  py::Ref<> nn = check(PyObject_GetAttrString(torch.get(), "nn"));
+  py::Ref<> parameter = check(PyObject_GetAttrString(nn.get(), "Parameter"));
+  if (!PyType_Check(tensor.get()) || !PyType_Check(parameter.get()))
+    throw PythonError::make(PyExc_TypeError, "torch.Tensor or torch.nn.Parameter is not a type");
+  tensor_type_ = py::Ref<PyTypeObject>::steal(reinterpret_cast<PyTypeObject*>(tensor.release()));
+  parameter_type_ = py::Ref<PyTypeObject>::steal(reinterpret_cast<PyTypeObject*>(parameter.release()));
+}
+
+SubclassDispatchOff::SubclassDispatchOff(PyObject* tensor) {
+  const TensorMeta& meta = TensorMeta::get();
+  if (!meta.is_tensor(tensor) || !meta.dispatches(tensor)) return;
+  context_ = check(PyObject_CallNoArgs(meta.disable_subclass_dispatch()));
+  check(PyObject_CallMethod(context_.get(), "__enter__", nullptr));
+}
+
+SubclassDispatchOff::~SubclassDispatchOff() {
+  if (!context_) return;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* result = PyObject_CallMethod(context_.get(), "__exit__", "OOO", Py_None, Py_None, Py_None);
+  if (result == nullptr) PyErr_Clear();
+  Py_XDECREF(result);
+  PyErr_Restore(type, value, traceback);
 }
 
 namespace {

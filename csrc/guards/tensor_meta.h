@@ -43,6 +43,13 @@ class TensorMeta {
   // view. -1 with a Python error set.
   enum DispatchFlag : int { kInference = 1, kConjugate = 2, kNegative = 4 };
   int dispatch_flags(PyObject* tensor) const;
+  // Whether reading `tensor`'s metadata through the getters would run a __torch_function__
+  // override (a subclass's; torch.Tensor and nn.Parameter have none).
+  bool dispatches(PyObject* tensor) const {
+    PyTypeObject* type = Py_TYPE(tensor);
+    return type != tensor_type_.get() && type != parameter_type_.get();
+  }
+  PyObject* disable_subclass_dispatch() const { return disable_subclass_.get(); }
 
  private:
   TensorMeta() = default;
@@ -62,6 +69,22 @@ class TensorMeta {
   py::Ref<> stride_;
   py::Ref<> storage_offset_;
   py::Ref<> flag_methods_[3];  // is_inference, is_conj, is_neg, in DispatchFlag order
+  py::Ref<PyTypeObject> tensor_type_, parameter_type_;
+  py::Ref<> disable_subclass_;  // torch._C.DisableTorchFunctionSubclass
+};
+
+// Subclass __torch_function__ dispatch off for a scope in which real tensors' metadata is read
+// (a guard's check, the tracer wrapping an input): reading it is bytegraph's business, and must
+// not run the program's override. Costs nothing for a tensor that does not dispatch.
+class SubclassDispatchOff {
+ public:
+  explicit SubclassDispatchOff(PyObject* tensor);
+  ~SubclassDispatchOff();
+  SubclassDispatchOff(const SubclassDispatchOff&) = delete;
+  SubclassDispatchOff& operator=(const SubclassDispatchOff&) = delete;
+
+ private:
+  py::Ref<> context_;  // the entered torch._C.DisableTorchFunctionSubclass, or null
 };
 
 }  // namespace bytegraph::guards

@@ -123,6 +123,9 @@ void bind_trace(nb::module_& m) {
                    [](const trace::TraceResult& r) -> nb::object { return r.output ? plan_view(*r.output) : nb::none(); },
                    "How the return value is rebuilt (a read-only view of the plan), or None after a break.")
       .def_prop_ro("op_count", [](const trace::TraceResult& r) { return r.op_count; })
+      .def_prop_ro("torch_function_inlined", [](const trace::TraceResult& r) { return r.torch_function_inlined; },
+                   "Whether a tensor subclass's __torch_function__ was traced: the graph must run with "
+                   "subclass dispatch off (torch._C.DisableTorchFunctionSubclass).")
       .def_prop_ro("guards", [](const trace::TraceResult& r) { return r.guards; })
       .def_prop_ro("input_sources",
                    [](const trace::TraceResult& r) {

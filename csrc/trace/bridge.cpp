@@ -97,6 +97,8 @@ ObjectKind classify(PyObject* object) {
       {"graph_break", ObjectKind::GraphBreak},     {"grad_mode", ObjectKind::GradMode},
       {"autocast", ObjectKind::Autocast},         {"null_context", ObjectKind::NullContext},
       {"handled_exception", ObjectKind::HandledException},
+      {"default_torch_function", ObjectKind::DefaultTorchFunction},
+      {"subclass_dispatch_switch", ObjectKind::SubclassDispatchSwitch},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},

@@ -67,13 +67,14 @@ struct Checkpoint {
   size_t outside_context_count;
   size_t grad_mode_switches;
   size_t autocast_modes;
+  bool torch_function_subclass_enabled;
 };
 
 Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
   return Checkpoint{frame.stack, frame.locals, frame.kw_names.copy(), frame.pc, tracer.graph.size(),
                     tracer.guards.size(), tracer.side_effects.mark(), tracer.handled_exception,
                     frame.handlers_open, tracer.exceptions_with_outside_context.size(), tracer.grad_modes_before.size(),
-                    tracer.autocast_modes.size()};
+                    tracer.autocast_modes.size(), tracer.torch_function_subclass_enabled};
 }
 
 void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
@@ -96,6 +97,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
     tracer.grad_modes_before.resize(checkpoint.grad_mode_switches);
   }
   exit_autocast_modes(tracer, checkpoint.autocast_modes);
+  tracer.torch_function_subclass_enabled = checkpoint.torch_function_subclass_enabled;
 }
 
 // Unwinds `frame` to the handler covering `inst`, as CPython does with the exception table:

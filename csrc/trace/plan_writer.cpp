@@ -408,7 +408,19 @@ OutputPlan PlanWriter::tensor(const TensorValue& tensor) {
   // The graph's inputs and module tensors are read again where they came from: the very
   // tensor object comes back (an output of a compiled graph may be a new alias of it).
   if (tensor.source()) return OutputPlan::of_source(tensor.source());
-  return OutputPlan::graph_output(output_index(tensor.node()));
+  OutputPlan output = OutputPlan::graph_output(output_index(tensor.node()));
+  PyObject* cls = tensor.python_type();
+  if (!tracer_.torch_function_inlined || cls == Bridge::get().tensor_type.get()) return output;
+  // A tensor subclass's override gave the result its class; the graph, run with subclass
+  // dispatch off, returns a plain tensor: torch.Tensor.as_subclass(output, cls).
+  static PyObject* as_subclass = PyObject_GetAttrString(Bridge::get().tensor_type.get(), "as_subclass");  // kept for the process
+  if (as_subclass == nullptr) throw_python_error();
+  OutputPlan plan;
+  plan.kind = OutputPlan::Kind::Call;
+  plan.constant = py::Ref<>::newref(as_subclass);
+  plan.items.push_back(std::move(output));
+  plan.items.push_back(OutputPlan::of_constant(cls));
+  return plan;
 }
 
 // Each plan builds a new object: a list, dict, iterator or function made in the frame and

@@ -3,6 +3,7 @@
 #include "bytecode/handler_kinds.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
+#include "trace/values/torch_function.h"
 
 namespace bytegraph::trace {
 
@@ -117,6 +118,7 @@ const char* Tracer::lasting_effect(PyObject* target, PyObject* fake_args, PyObje
 }
 
 ValuePtr Tracer::record(graph::Op op, py::Ref<> target, const Args& args, const KwArgs& kwargs) {
+  if (ValuePtr dispatched = dispatch_torch_function(*this, op, target.get(), args, kwargs)) return dispatched;
   py::Ref<> fake_args = graph_args(*this, args, ArgMode::Fake);
   py::Ref<> fake_kwargs = graph_kwargs(*this, kwargs, ArgMode::Fake);
   std::string what = op == graph::Op::CallMethod ? "Tensor." + py_str(target.get()) : py_repr(target.get());

@@ -184,6 +184,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
                        node.op == graph::Op::CallModule))
       ++trace_result.op_count;
   }
+  trace_result.torch_function_inlined = tracer.torch_function_inlined;
   trace_result.guard_set = std::make_shared<guards::GuardSet>();
   tracer.guards.apply(*trace_result.guard_set);
   // The graph treats its tensor inputs as distinct tensors (in-place updates of one are not

@@ -25,6 +25,8 @@ struct TraceResult {
   std::vector<std::string> inputs;
   std::vector<guards::SourcePtr> input_sources;  // the same, as sources
   py::Ref<> example_inputs;  // list of the real tensors, in placeholder order
+  // An override of __torch_function__ was traced: the graph runs with subclass dispatch off.
+  bool torch_function_inlined = false;
   int op_count = 0;          // call_* nodes in the graph: none means no graph call is needed
   // How to rebuild the return value from the graph's outputs (unset after a break).
   std::optional<codegen::OutputPlan> output;

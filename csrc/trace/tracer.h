@@ -111,6 +111,11 @@ class Tracer {
   // Whether the trace may break where one graph would be less faithful than two (a failing op
   // after a side effect): false under fullgraph, which keeps one graph as torch.compile does.
   bool may_split = false;
+  // __torch_function__ dispatch (values/torch_function.h): off inside an override, as in eager;
+  // `torch_function_inlined` once the trace modelled dispatch (an override traced, a tensor of
+  // a dispatching subclass read), so the graph must run with subclass dispatch off.
+  bool torch_function_subclass_enabled = true;
+  bool torch_function_inlined = false;
   // A folded query read autocast settings (the global-state guard then compares them always).
   bool read_autocast_settings = false;
   // sys.exception() / sys.exc_info() was answered as none outside the trace's except blocks:

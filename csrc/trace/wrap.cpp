@@ -2,6 +2,7 @@
 // object becomes its symbolic value, with the source it was read from and the guards the
 // trace relies on.
 #include "codegen/resume_function.h"
+#include "guards/tensor_meta.h"
 #include "trace/comptime.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
@@ -12,6 +13,7 @@
 #include "trace/values/autocast.h"
 #include "trace/values/cached_function.h"
 #include "trace/values/null_context.h"
+#include "trace/values/torch_function.h"
 #include "trace/values/numpy_array.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
@@ -138,6 +140,8 @@ void Tracer::pin_callable(PyObject* real, const SourcePtr& source) {
 
 ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   if (!source) unsupported("untracked_tensor", "a tensor with no known source");
+  guards::SubclassDispatchOff undispatched(real);
+  note_real_tensor(*this, real);
   for (const auto& input : inputs) {
     if (input.real.get() != real) continue;
     // The same tensor reached twice (passed twice, or as an argument and a global): one
@@ -174,6 +178,7 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   if (problem.get() != Py_None)
     unsupported("unfakeable_tensor", "reading " + source->repr() + " raises " + py_str(problem.get()));
   pin_module_tensor(real, source);
+  note_real_tensor(*this, real);
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
   py::Ref<> fake = py::Ref<>::steal(PyObject_CallOneArg(fake_input_.get(), real));
   if (!fake) fake_failed(source->repr());
@@ -450,6 +455,11 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       const bool exc_info = PyUnicode_CompareWithASCIIString(name.get(), "exc_info") == 0;
       return std::make_shared<HandledExceptionQueryValue>(py::Ref<>::newref(real), exc_info, source);
     }
+    case ObjectKind::DefaultTorchFunction:
+      return std::make_shared<DefaultTorchFunctionValue>(py::Ref<>::newref(real));
+    case ObjectKind::SubclassDispatchSwitch:
+      pin_callable(real, source);
+      return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);
     case ObjectKind::NullContext:
       pin_callable(real, source);
       return std::make_shared<NullContextValue>(py::Ref<>::newref(real), true, source);

@@ -13,6 +13,7 @@
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
 #include "trace/values/length_hint.h"
+#include "trace/values/torch_function.h"
 #include "trace/values/number_protocol.h"
 #include "trace/values/partial.h"
 #include "trace/values/sets.h"
@@ -446,7 +447,9 @@ ValuePtr SuperValue::get_attr(Tracer& tracer, const std::string& name) {
         // The source reads the class attribute as Python does: a staticmethod gives the
         // function, a classmethod a method whose __func__ it is.
         if (Py_TYPE(found) == &PyStaticMethod_Type) return tracer.wrap_user_function(function.get(), found_source);
-        ValuePtr wrapped = tracer.wrap_user_function(function.get(), guards::attr_source(found_source, "__func__"));
+        ValuePtr wrapped = is_default_torch_function(function.get())
+                               ? ValuePtr(std::make_shared<DefaultTorchFunctionValue>(function.copy()))
+                               : tracer.wrap_user_function(function.get(), guards::attr_source(found_source, "__func__"));
         return std::make_shared<BoundMethodValue>(wrapped, receiver_class());
       }
       // A C classmethod (dict.fromkeys): bound to the class it is read for, as the descriptor does.

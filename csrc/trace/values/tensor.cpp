@@ -6,6 +6,8 @@
 #include "trace/operators.h"
 #include "trace/symbolic.h"
 #include "trace/tracer.h"
+#include "guards/tensor_meta.h"
+#include "trace/values/torch_function.h"
 
 namespace bytegraph::trace {
 
@@ -97,6 +99,7 @@ ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
       if (!source()) return ConstantValue::none();
       PyObject* real = tracer.real_tensor_of(this);
       if (real == nullptr) unsupported("tensor_effect", "Tensor.grad of " + repr());
+      guards::SubclassDispatchOff undispatched(real);
       py::Ref<> grad = check(PyObject_GetAttrString(real, "grad"));
       guards::SourcePtr grad_source = guards::attr_source(source(), "grad");
       if (grad.get() == Py_None) {
@@ -165,6 +168,7 @@ ValuePtr TensorMethodValue::call(Tracer& tracer, const Args& args, const KwArgs&
     return name_ == "item" ? scalar_output(tracer, tensor_) : scalar_list(tracer, tensor_);
   if (name_ == "item" || name_ == "tolist")
     unsupported("data_dependent_op", "Tensor." + name_ + "() reads tensor data");
+  if (name_ == "as_subclass" && args.size() == 1 && kwargs.empty()) return as_subclass(tracer, tensor_, args[0]);
   if (acts_outside_graph_) unsupported("tensor_effect", "Tensor." + name_ + "() acts outside the graph");
   if (is_constant_method(name_) && all_constant(args, kwargs))
     if (ValuePtr folded = tensor_metadata(tracer, tensor_, name_, false, args, kwargs)) return folded;

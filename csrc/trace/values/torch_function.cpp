@@ -1,0 +1,254 @@
+// __torch_function__ dispatch while tracing (see torch_function.h).
+#include "trace/values/torch_function.h"
+
+#include "guards/leaf_guard.h"
+#include "python/import.h"
+#include "trace/tracer.h"
+
+namespace bytegraph::trace {
+
+namespace {
+
+// What the dispatch needs from bytegraph/_torch_function.py, looked up once per process.
+struct TorchFunctionBridge {
+  py::Ref<> dispatches, has_default_override, dispatched_callable, leaves_unconverted, default_function;
+
+  static const TorchFunctionBridge& get() {
+    static TorchFunctionBridge* bridge = [] {  // leaked: lives as long as the interpreter
+      auto* b = new TorchFunctionBridge();
+      py::Ref<> module = check(PyImport_ImportModule("bytegraph._torch_function"));
+      b->dispatches = check(PyObject_GetAttrString(module.get(), "dispatches"));
+      b->has_default_override = check(PyObject_GetAttrString(module.get(), "has_default_override"));
+      b->dispatched_callable = check(PyObject_GetAttrString(module.get(), "dispatched_callable"));
+      b->leaves_unconverted = check(PyObject_GetAttrString(module.get(), "leaves_unconverted"));
+      b->default_function = check(PyObject_GetAttrString(module.get(), "DEFAULT"));
+      return b;
+    }();
+    return *bridge;
+  }
+};
+
+bool ask(const py::Ref<>& function, PyObject* argument) {
+  py::Ref<> answer = check(PyObject_CallOneArg(function.get(), argument));
+  return PyObject_IsTrue(answer.get()) == 1;
+}
+
+bool is_subclass(PyObject* cls, PyObject* base) {
+  int result = PyObject_IsSubclass(cls, base);
+  check_status(result);
+  return result == 1;
+}
+
+// Adds the class of each dispatching tensor in `value` (looking inside lists and tuples, as
+// torch's argument parser does), a subclass before any of its bases.
+void collect_overloaded(const ValuePtr& value, std::vector<PyObject*>& types) {
+  if (auto* sequence = dynamic_cast<SequenceValue*>(value.get())) {
+    for (const ValuePtr& item : sequence->items) collect_overloaded(item, types);
+    return;
+  }
+  if (!value->is_tensor()) return;
+  PyObject* cls = value->python_type();
+  if (cls == Bridge::get().tensor_type.get()) return;
+  for (PyObject* known : types)
+    if (known == cls) return;
+  if (!ask(TorchFunctionBridge::get().dispatches, cls)) return;
+  for (auto it = types.begin(); it != types.end(); ++it) {
+    if (is_subclass(cls, *it)) {
+      types.insert(it, cls);
+      return;
+    }
+  }
+  types.push_back(cls);
+}
+
+ValuePtr class_value(Tracer& tracer, PyObject* cls) { return tracer.wrap(cls, guards::class_source(cls)); }
+
+ValuePtr types_value(Tracer& tracer, const std::vector<PyObject*>& types) {
+  Args items;
+  for (PyObject* cls : types) items.push_back(class_value(tracer, cls));
+  return std::make_shared<SequenceValue>(false, std::move(items));
+}
+
+ValuePtr kwargs_value(const KwArgs& kwargs) {
+  auto dict = std::make_shared<DictValue>();
+  for (const auto& [name, value] : kwargs) dict->set_item(check(PyUnicode_FromString(name.c_str())).get(), value);
+  return dict;
+}
+
+ValuePtr retyped(const TensorValue& tensor, PyObject* cls) {
+  auto converted = std::make_shared<TensorValue>(tensor.node(), py::Ref<>::newref(tensor.fake()));
+  converted->target = tensor.target.copy();
+  converted->display_name = tensor.display_name;
+  if (cls != Bridge::get().tensor_type.get()) converted->set_python_type(cls);
+  return converted;
+}
+
+// `ret.as_subclass(cls)` for each tensor of `result` not already a `cls` (torch's _convert).
+ValuePtr convert(Tracer& tracer, const ValuePtr& result, PyObject* cls) {
+  if (auto* tensor = dynamic_cast<TensorValue*>(result.get()))
+    return is_subclass(tensor->python_type(), cls) ? result : retyped(*tensor, cls);
+  if (auto* sequence = dynamic_cast<SequenceValue*>(result.get())) {
+    if (!sequence->mutable_here() && sequence->source()) return result;
+    Args items;
+    for (const ValuePtr& item : sequence->items) items.push_back(convert(tracer, item, cls));
+    auto converted = std::make_shared<SequenceValue>(sequence->is_list(), std::move(items));
+    converted->tuple_type = sequence->tuple_type.copy();
+    return converted;
+  }
+  return result;
+}
+
+// The object a constant, a class or a callable the trace holds stands for (borrowed), or null.
+PyObject* object_of(const ValuePtr& value) { return value->is_constant() ? value->constant() : value->real_object(); }
+
+bool not_implemented(const ValuePtr& value) { return value->is_constant() && value->constant() == Py_NotImplemented; }
+
+// torch.Tensor.__torch_function__(cls, func, types, args, kwargs), with func already a value.
+ValuePtr run_default(Tracer& tracer, PyObject* cls, const ValuePtr& func, const Args& types, const Args& args,
+                     const KwArgs& kwargs) {
+  for (const ValuePtr& type : types) {
+    PyObject* real = object_of(type);
+    if (real == nullptr) unsupported("unsupported_call", "torch.Tensor.__torch_function__ given the type " + type->repr());
+    if (!is_subclass(cls, real)) return ConstantValue::make(py::Ref<>::newref(Py_NotImplemented));
+  }
+  ValuePtr result;
+  {
+    TorchFunctionSubclassOff off(tracer);
+    result = func->call(tracer, args, kwargs);
+  }
+  PyObject* callable = object_of(func);
+  if (callable != nullptr && ask(TorchFunctionBridge::get().leaves_unconverted, callable)) return result;
+  return convert(tracer, result, cls);
+}
+
+}  // namespace
+
+namespace {
+
+// The block's __exit__: dispatch back as it was. Planned as a grad-mode exit that cannot be
+// re-entered (plan_writer): a break inside the block does not split the frame.
+class SubclassDispatchExitValue : public GradModeExitValue {
+ public:
+  SubclassDispatchExitValue(bool grad_mode, bool dispatch_before)
+      : GradModeExitValue(grad_mode), dispatch_before_(dispatch_before) {}
+  std::string repr() const override { return "SubclassDispatchExit"; }
+  ValuePtr call(Tracer& tracer, const Args&, const KwArgs&) override {
+    tracer.torch_function_subclass_enabled = dispatch_before_;
+    return make_bool(false);
+  }
+  bool re_enterable(Tracer&) const override { return false; }
+
+ private:
+  bool dispatch_before_;
+};
+
+}  // namespace
+
+std::string SubclassDispatchSwitchValue::repr() const {
+  return "TorchFunctionDisableVariable(" + std::string(reinterpret_cast<PyTypeObject*>(cls_.get())->tp_name) +
+         (is_class_ ? ", class)" : ")");
+}
+
+PyObject* SubclassDispatchSwitchValue::python_type() const {
+  return is_class_ ? (PyObject*)Py_TYPE(cls_.get()) : cls_.get();
+}
+
+ValuePtr SubclassDispatchSwitchValue::call(Tracer&, const Args& args, const KwArgs& kwargs) {
+  if (!is_class_ || !args.empty() || !kwargs.empty()) unsupported("unsupported_call", "calling " + repr() + " with arguments");
+  return std::make_shared<SubclassDispatchSwitchValue>(cls_.copy(), false);
+}
+
+std::optional<std::pair<ValuePtr, ValuePtr>> SubclassDispatchSwitchValue::enter_with(Tracer& tracer) {
+  if (is_class_) unsupported("unsupported_context", "`with` on the class " + repr());
+  auto exit = std::make_shared<SubclassDispatchExitValue>(guards::grad_mode_enabled_now(),
+                                                          tracer.torch_function_subclass_enabled);
+  tracer.torch_function_subclass_enabled = false;
+  return std::pair<ValuePtr, ValuePtr>{exit, shared_from_this()};
+}
+
+void note_real_tensor(Tracer& tracer, PyObject* tensor) {
+  if (tracer.torch_function_inlined || Py_TYPE(tensor) == reinterpret_cast<PyTypeObject*>(Bridge::get().tensor_type.get()))
+    return;
+  if (ask(TorchFunctionBridge::get().dispatches, (PyObject*)Py_TYPE(tensor))) tracer.torch_function_inlined = true;
+}
+
+ValuePtr as_subclass(Tracer& tracer, const ValuePtr& tensor, const ValuePtr& cls) {
+  PyObject* real = object_of(cls);
+  auto* value = dynamic_cast<TensorValue*>(tensor.get());
+  if (value == nullptr || real == nullptr || !PyType_Check(real) || !is_subclass(real, Bridge::get().tensor_type.get()))
+    unsupported("unsupported_call", "Tensor.as_subclass(" + cls->repr() + ")");
+  if (real != Bridge::get().tensor_type.get() && ask(TorchFunctionBridge::get().dispatches, real))
+    tracer.torch_function_inlined = true;
+  return retyped(*value, real);
+}
+
+bool is_default_torch_function(PyObject* function) {
+  return function == TorchFunctionBridge::get().default_function.get();
+}
+
+TorchFunctionSubclassOff::TorchFunctionSubclassOff(Tracer& tracer)
+    : tracer_(tracer), before_(tracer.torch_function_subclass_enabled) {
+  tracer.torch_function_subclass_enabled = false;
+}
+
+TorchFunctionSubclassOff::~TorchFunctionSubclassOff() { tracer_.torch_function_subclass_enabled = before_; }
+
+ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target, const Args& args,
+                                 const KwArgs& kwargs) {
+  if (!tracer.torch_function_subclass_enabled) return nullptr;
+  if (op != graph::Op::CallFunction && op != graph::Op::CallMethod) return nullptr;
+  std::vector<PyObject*> types;
+  for (const ValuePtr& arg : args) collect_overloaded(arg, types);
+  for (const auto& [name, value] : kwargs) collect_overloaded(value, types);
+  if (types.empty()) return nullptr;
+  tracer.torch_function_inlined = true;
+  const TorchFunctionBridge& bridge = TorchFunctionBridge::get();
+  py::Ref<> kind = check(PyUnicode_FromString(graph::op_name(op)));
+  py::Ref<> first_is_tensor = py::Ref<>::newref(!args.empty() && args[0]->is_tensor() ? Py_True : Py_False);
+  py::Ref<> func_object = check(PyObject_CallFunctionObjArgs(bridge.dispatched_callable.get(), kind.get(), target,
+                                                             first_is_tensor.get(), nullptr));
+  // Held by the trace, so generated code can hand it on (an override that stores func).
+  ValuePtr func = tracer.wrap(func_object.get(), guards::held_source(func_object.copy(), py_repr(func_object.get())));
+  ValuePtr types_tuple = types_value(tracer, types);
+  for (PyObject* cls : types) {
+    ValuePtr result;
+    if (ask(bridge.has_default_override, cls)) {
+      result = run_default(tracer, cls, func, *types_tuple->unpack(tracer), args, kwargs);
+    } else {
+      ValuePtr handler = class_value(tracer, cls)->get_attr(tracer, "__torch_function__");
+      TorchFunctionSubclassOff off(tracer);
+      result = handler->call(tracer, {func, types_tuple, std::make_shared<SequenceValue>(false, args), kwargs_value(kwargs)}, {});
+    }
+    if (!not_implemented(result)) return result;
+  }
+  unsupported("unsupported_call", "every __torch_function__ override answered NotImplemented for " + py_repr(func_object.get()));
+}
+
+ValuePtr DefaultTorchFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
+  // (cls, func, types, args=(), kwargs=None), as torch.Tensor.__torch_function__ takes them.
+  Args all = args;
+  for (const auto& [name, value] : kwargs) {
+    size_t position = name == "cls" ? 0 : name == "func" ? 1 : name == "types" ? 2 : name == "args" ? 3 : name == "kwargs" ? 4 : 5;
+    if (position == 5 || position < all.size()) unsupported("unsupported_call", "torch.Tensor.__torch_function__ given " + name);
+    all.resize(position + 1);
+    all[position] = value;
+  }
+  if (all.size() < 3 || all.size() > 5 || !all[0] || !all[1] || !all[2] || !object_of(all[0]) || !PyType_Check(object_of(all[0])))
+    unsupported("unsupported_call", "torch.Tensor.__torch_function__ with these arguments");
+  PyObject* cls = object_of(all[0]);
+  std::optional<Args> types = all[2]->unpack(tracer);
+  std::optional<Args> positional = all.size() > 3 && all[3] ? all[3]->unpack(tracer) : Args{};
+  if (!types || !positional) unsupported("unsupported_call", "torch.Tensor.__torch_function__ with these arguments");
+  KwArgs keywords;
+  if (all.size() > 4 && all[4] && !(all[4]->is_constant() && all[4]->constant() == Py_None)) {
+    auto* dict = dynamic_cast<DictValue*>(all[4].get());
+    if (dict == nullptr) unsupported("unsupported_call", "torch.Tensor.__torch_function__ with kwargs " + all[4]->repr());
+    for (size_t i = 0; i < dict->keys.size(); ++i) {
+      if (!PyUnicode_Check(dict->keys[i].get())) unsupported("unsupported_call", "a keyword that is not a string");
+      keywords.emplace_back(PyUnicode_AsUTF8(dict->keys[i].get()), dict->values[i]);
+    }
+  }
+  return run_default(tracer, cls, all[1], *types, *positional, keywords);
+}
+
+}  // namespace bytegraph::trace

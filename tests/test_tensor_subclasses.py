@@ -1,0 +1,190 @@
+"""Tensor subclasses with `__torch_function__`, traced through their override as torch.compile
+does: the override is inlined (its side effects replayed after the graph), the graph holds plain
+ops and runs with subclass dispatch off, and results get their class back."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import bytegraph
+from bytegraph.testing import CompileCounterWithBackend
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
+calls = []
+
+
+class Logged(torch.Tensor):
+    """Logs each function it sees, then lets torch.Tensor's override run it."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        calls.append(func.__name__)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class Plain(torch.Tensor):
+    """Keeps torch.Tensor's own override: results are Plain too."""
+
+
+def sigmoids(x):
+    x = F.sigmoid(x)
+    x = x.sigmoid()
+    return x * 2 + 1
+
+
+def graph_calls(counter):
+    return [[node.target for node in gm.graph.nodes if node.op.startswith("call_")] for gm in counter.graphs]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_override_is_traced_once_and_its_effects_replayed(backend):
+    x = torch.randn(4).as_subclass(Logged)
+    calls.clear()
+    expected = sigmoids(x)
+    eager_calls = list(calls)
+    assert eager_calls == ["sigmoid", "sigmoid", "mul", "add"]  # what torch hands on for * and +
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = bytegraph.compile(sigmoids, backend=counter, fullgraph=True)
+    for _ in range(3):  # each call: the override's effects once, none at trace or guard time
+        calls.clear()
+        out = compiled(x)
+        assert calls == eager_calls
+        assert type(out) is Logged
+        torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    assert counter.frame_count == 1
+    assert counter.op_count == 4
+
+
+def test_default_override_keeps_the_class_and_the_graph_plain():
+    x = torch.randn(3).as_subclass(Plain)
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(sigmoids, backend=counter, fullgraph=True)
+    out = compiled(x)
+    assert type(out) is Plain and type(sigmoids(x)) is Plain
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), sigmoids(x).as_subclass(torch.Tensor))
+    assert counter.op_count == 4
+
+
+class Passing(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def test_a_plain_tensor_or_another_class_recompiles():
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(sigmoids, backend=counter)
+    base = torch.randn(3)
+    for x in (base.as_subclass(Passing), base, base.as_subclass(Plain), base.as_subclass(Passing)):
+        out = compiled(x)
+        assert type(out) is type(sigmoids(x))
+    assert counter.frame_count == 3  # one per class; the fourth call is a cache hit
+
+
+class Scaled(torch.Tensor):
+    """An override that changes what ops compute: each result is doubled."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        result = super().__torch_function__(func, types, args, kwargs)
+        if func is torch.Tensor.add or func is torch.add:
+            result = super().__torch_function__(torch.Tensor.mul, types, (result, 2), {})
+        return result
+
+
+def test_an_override_that_changes_results():
+    def f(x, y):
+        return torch.add(x, y).relu()
+
+    x, y = torch.randn(5).as_subclass(Scaled), torch.randn(5)
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    out, expected = compiled(x, y), f(x, y)
+    assert type(out) is type(expected) is Scaled
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    assert graph_calls(counter)[0].count(torch.Tensor.mul) == 1  # the doubling is in the graph
+
+
+class Unwrapping(torch.Tensor):
+    """The other common shape of an override: run func with dispatch off, wrap tensors."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        calls.append(func.__name__)
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **kwargs)
+        return out.as_subclass(cls) if isinstance(out, torch.Tensor) else out
+
+
+def test_an_override_that_disables_dispatch_and_wraps_itself():
+    def f(x, y):
+        z = torch.cat([x, y], dim=0)
+        return z.relu().sum(dim=0, keepdim=True)
+
+    x, y = torch.randn(2, 3).as_subclass(Unwrapping), torch.randn(1, 3)
+    calls.clear()
+    expected = f(x, y)
+    eager_calls = list(calls)
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    calls.clear()
+    out = compiled(x, y)
+    assert calls == eager_calls == ["cat", "relu", "sum"]
+    assert type(out) is Unwrapping
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    assert counter.op_count == 3
+
+
+def test_dispatch_switched_off_in_the_program():
+    def f(x):
+        with torch._C.DisableTorchFunctionSubclass():
+            y = x + 1  # a plain tensor: no override runs
+        return y * 2
+
+    x = torch.randn(3).as_subclass(Logged)
+    calls.clear()
+    expected = f(x)
+    assert calls == [] and type(expected) is torch.Tensor
+    out = bytegraph.compile(f, backend="eager", fullgraph=True)(x)
+    assert calls == [] and type(out) is torch.Tensor
+    torch.testing.assert_close(out, expected)
+
+
+def test_as_subclass_in_the_program_gives_the_class():
+    def f(x):
+        y = (x + 1).as_subclass(Plain)
+        return y * 2, type(y) is Plain
+
+    counter = CompileCounterWithBackend("eager")
+    out, is_plain = bytegraph.compile(f, backend=counter, fullgraph=True)(torch.ones(2))
+    assert is_plain and type(out) is Plain
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), torch.full((2,), 4.0))
+    assert counter.op_count == 2  # as_subclass itself is no op
+
+
+def test_a_break_between_overridden_ops():
+    def one_break(x):
+        x = F.sigmoid(x)
+        bytegraph.graph_break()
+        return x.sigmoid()
+
+    x = torch.randn(2).as_subclass(Logged)
+    calls.clear()
+    expected = one_break(x)
+    eager_calls = list(calls)
+    counter = CompileCounterWithBackend("eager")
+    calls.clear()
+    out = bytegraph.compile(one_break, backend=counter)(x)
+    assert calls == eager_calls == ["sigmoid", "sigmoid"]
+    assert type(out) is Logged  # the value crossing the break kept its class
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    assert counter.frame_count == 2 and counter.op_count == 2
