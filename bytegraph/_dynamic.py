@@ -128,6 +128,12 @@ def reset():
 # ---- one compile's decisions -------------------------------------------------------------------
 
 
+def _static_parameter(t):
+    """An nn.Parameter keeps static sizes (config.force_parameter_static_shapes): a new shape
+    recompiles rather than making a weight symbolic."""
+    return config.force_parameter_static_shapes and isinstance(t, torch.nn.Parameter)
+
+
 class ShapePolicy:
     """What one compile of a code object makes symbolic. `dynamic` is the compile's
     `dynamic=` setting; `state` the code object's FrameShapes (updated as inputs are seen)."""
@@ -139,10 +145,10 @@ class ShapePolicy:
     def tensor_dims(self, name, t):
         """A DimSpec per dimension of input tensor `t` (source `name`), or None if all static."""
         ndim = t.dim()
-        seen = self._update_sizes(name, t)
         strict, weak, static, ranges = _marks(t)
-        if not (strict or weak) and self.dynamic is False:
+        if not (strict or weak) and (self.dynamic is False or _static_parameter(t)):
             return None
+        seen = self._update_sizes(name, t)
         specs = []
         for dim in range(ndim):
             if dim in static:

@@ -26,6 +26,8 @@ _SETTINGS = {
     "capture_scalar_outputs": (False, "keep .item() and .tolist() in the graph (as symbols the data decides) "
                                       "instead of breaking there; always so under fullgraph"),
     "automatic_dynamic_shapes": (True, "recompile with dynamic sizes once a size changes"),
+    "force_parameter_static_shapes": (True, "nn.Parameter inputs keep static sizes (a new shape recompiles) "
+                                            "unless marked with mark_dynamic"),
     "assume_static_by_default": (True, "compile with static sizes first (False: sizes and ints are dynamic "
                                        "from the first compile, as with dynamic=True, unless dynamic=False)"),
     "verify_correctness": (False, "run each compiled call's original eagerly on copies of its arguments "

@@ -710,3 +710,25 @@ def test_methods_of_a_symbolic_int_specialise_it():
     for m in (1, 2, 3, 3):
         assert torch.equal(compiled(torch.ones(2), m), f(torch.ones(2), m))
     assert counter.frame_count == 3  # the value read by .bit_length() is guarded: one entry per value
+
+
+def test_parameter_inputs_keep_static_sizes_unless_configured_otherwise():
+    w = torch.nn.Parameter(torch.randn(3, 2))
+
+    def foo(x):
+        return x @ w
+
+    def frames(**settings):
+        bytegraph.reset()
+        counter = CompileCounter()
+        with bytegraph.config.patch(**settings):
+            compiled = bytegraph.compile(foo, backend=counter, fullgraph=True)
+            for rows in (1, 10, 11, 15, 15):
+                x = torch.nn.Parameter(torch.randn(rows, 3))
+                torch.testing.assert_close(compiled(x), foo(x))
+        return counter.frame_count
+
+    # torch.compile's default: a Parameter's new shape recompiles (4 shapes, 4 graphs).
+    assert frames() == 4
+    assert frames(force_parameter_static_shapes=False) == 2  # automatic dynamic after one change
+    assert frames(force_parameter_static_shapes=False, automatic_dynamic_shapes=False) == 4
