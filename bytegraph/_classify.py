@@ -348,6 +348,8 @@ def _classify_by_rules(obj) -> str:
         return "default_torch_function"
     if obj is torch._C.DisableTorchFunctionSubclass or obj is torch._C.DisableTorchFunction:
         return "subclass_dispatch_switch"
+    if obj is torch.set_default_dtype or obj is torch._C._set_default_dtype:
+        return "default_dtype_switch"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
     if type(obj) is frozenset:

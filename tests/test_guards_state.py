@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
 
 X = torch.randn(2, 3)
 
@@ -140,6 +140,54 @@ def test_default_dtype_changed():
             return x.sum() if torch.get_default_dtype() == torch.float32 else x * 0
         return (f, *with_setting(lambda: torch.set_default_dtype(torch.float64), lambda: torch.set_default_dtype(saved)))
     check_state_change(build)
+
+
+def test_default_dtype_set_inside_the_trace_is_in_the_graph_and_put_back():
+    import contextlib
+
+    @contextlib.contextmanager
+    def default_dtype(dtype):
+        old = torch.get_default_dtype()
+        try:
+            torch.set_default_dtype(dtype)
+            yield
+        finally:
+            torch.set_default_dtype(old)
+
+    def f(x):
+        with default_dtype(torch.float64):
+            y = torch.tensor([3.0, 3.0 + 5.0j]) * x.sum()
+        return y, torch.ones(3) + x[0]
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        out = compiled(X)
+        assert torch.get_default_dtype() == torch.float32  # put back by the graph itself
+        assert same(out, f(X)) and out[0].dtype == torch.complex128 and out[1].dtype == torch.float32
+    assert counter.frame_count == 1
+    targets = [node.target for node in counter.graphs[0].graph.nodes if node.op == "call_function"]
+    assert targets.count(torch.set_default_dtype) == 2
+
+
+def test_default_dtype_left_changed_by_the_function_then_a_recompile():
+    saved = torch.get_default_dtype()
+
+    def f(x):
+        torch.set_default_dtype(torch.float64)
+        return x + torch.ones(3)
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    try:
+        assert compiled(X).dtype == torch.float64 and torch.get_default_dtype() == torch.float64
+        torch.set_default_dtype(saved)
+        assert compiled(X).dtype == torch.float64  # same entry: the graph sets it again
+        assert counter.frame_count == 1
+        assert compiled(X).dtype == torch.float64  # now starting from float64: another entry
+        assert counter.frame_count == 2
+    finally:
+        torch.set_default_dtype(saved)
 
 
 def test_deterministic_algorithms_toggled():

@@ -99,6 +99,7 @@ ObjectKind classify(PyObject* object) {
       {"handled_exception", ObjectKind::HandledException},
       {"default_torch_function", ObjectKind::DefaultTorchFunction},
       {"subclass_dispatch_switch", ObjectKind::SubclassDispatchSwitch},
+      {"default_dtype_switch", ObjectKind::DefaultDtypeSwitch},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},

@@ -10,6 +10,7 @@
 #include "trace/symbolic.h"
 #include "trace/plan_writer.h"
 #include "trace/values/autocast.h"
+#include "trace/values/default_dtype.h"
 
 namespace bytegraph::trace {
 
@@ -115,13 +116,19 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     }
   } restore_grad_mode{bridge, grad_enabled.get()};
   Tracer tracer(py::Ref<>::newref(function), shapes == Py_None ? nullptr : shapes);
-  // Autocast blocks the trace entered and did not leave (it stopped inside one) are left.
+  // Autocast blocks the trace entered and did not leave (it stopped inside one) are left, and
+  // the default dtype its switches changed is put back.
   struct LeaveAutocast {
     Tracer& tracer;
     ~LeaveAutocast() {
       PyObject *type, *value, *traceback;
       PyErr_Fetch(&type, &value, &traceback);
       exit_autocast_modes(tracer, 0);
+      try {
+        restore_default_dtype(tracer, 0);
+      } catch (...) {
+        PyErr_Clear();
+      }
       PyErr_Restore(type, value, traceback);
     }
   } leave_autocast{tracer};

@@ -129,6 +129,8 @@ class Tracer {
   // The grad mode before each torch._C._set_grad_enabled the trace recorded (which switched the
   // mode the fakes run under): a rollback puts the mode back.
   std::vector<bool> grad_modes_before;
+  // The default dtype before each torch.set_default_dtype the trace recorded (values/default_dtype.h).
+  std::vector<py::Ref<>> default_dtypes_before;
   // The real autocast modes the trace's autocast blocks entered (innermost last): a rollback
   // leaves those entered after its checkpoint, the end of the trace all of them.
   std::vector<py::Ref<>> autocast_modes;

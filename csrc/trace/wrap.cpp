@@ -12,6 +12,7 @@
 #include "python/type_dict.h"
 #include "trace/values/autocast.h"
 #include "trace/values/cached_function.h"
+#include "trace/values/default_dtype.h"
 #include "trace/values/null_context.h"
 #include "trace/values/torch_function.h"
 #include "trace/values/numpy_array.h"
@@ -457,6 +458,9 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     }
     case ObjectKind::DefaultTorchFunction:
       return std::make_shared<DefaultTorchFunctionValue>(py::Ref<>::newref(real));
+    case ObjectKind::DefaultDtypeSwitch:
+      pin_callable(real, source);
+      return std::make_shared<SetDefaultDtypeValue>(py::Ref<>::newref(real), source);
     case ObjectKind::SubclassDispatchSwitch:
       pin_callable(real, source);
       return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);
