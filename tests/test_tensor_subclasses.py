@@ -188,3 +188,79 @@ def test_a_break_between_overridden_ops():
     assert type(out) is Logged  # the value crossing the break kept its class
     torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
     assert counter.frame_count == 2 and counter.op_count == 2
+
+
+# ---- wrapper subclasses (__tensor_flatten__): compiled for their metadata, which is guarded ----
+
+
+class ScaledTensor(torch.Tensor):
+    """A wrapper subclass whose value is inner * scale; `scale` is flatten metadata."""
+
+    @staticmethod
+    def __new__(cls, inner, scale):
+        return torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype, device=inner.device)
+
+    def __init__(self, inner, scale):
+        self.inner = inner
+        self.scale = scale
+
+    def __tensor_flatten__(self):
+        return ["inner"], {"scale": self.scale}
+
+    @staticmethod
+    def __tensor_unflatten__(inner_tensors, metadata, outer_size, outer_stride):
+        return ScaledTensor(inner_tensors["inner"], metadata["scale"])
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda t: t.inner * t.scale if isinstance(t, ScaledTensor) else t  # noqa: E731
+        return func(*torch.utils._pytree.tree_map(unwrap, args),
+                    **torch.utils._pytree.tree_map(unwrap, kwargs or {}))
+
+
+def plus_one(x):
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_wrapper_subclass_metadata_is_guarded(backend, caplog):
+    counter = CompileCounterWithBackend(backend)
+    compiled = bytegraph.compile(plus_one, backend=counter)
+    two, three = ScaledTensor(torch.ones(2), 2.0), ScaledTensor(torch.ones(2), 3.0)
+    torch.testing.assert_close(compiled(two), plus_one(two))
+    torch.testing.assert_close(compiled(ScaledTensor(torch.ones(2), 2.0)), plus_one(two))  # same metadata
+    assert counter.frame_count == 1
+    with caplog.at_level("INFO", logger="bytegraph.recompiles"):
+        torch.testing.assert_close(compiled(three), plus_one(three))  # was stale under aot_eager
+    assert counter.frame_count == 2
+    assert "subclass metadata" in caplog.text
+
+
+def test_wrapper_subclass_inner_tensor_layout_is_guarded():
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = bytegraph.compile(plus_one, backend=counter)
+    a = ScaledTensor(torch.ones(2), 2.0)
+    b = ScaledTensor(torch.ones(4)[::2], 2.0)  # same outer tensor, inner strided
+    for x in (a, b, a, b):
+        torch.testing.assert_close(compiled(x), plus_one(x))
+    assert counter.frame_count == 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_torchs_two_tensor_is_captured_whole(backend):
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(x):
+        return (x * 2).sin()
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        x = TwoTensor(torch.randn(3), torch.randn(3))
+        out, expected = compiled(x), f(x)
+        assert type(out) is TwoTensor
+        torch.testing.assert_close(out.a, expected.a)
+        torch.testing.assert_close(out.b, expected.b)
+    assert counter.frame_count == 1 and counter.op_count == 2

@@ -63,6 +63,9 @@ LeafPtr make_equals_match(PyObject* value);
 // An instance of exactly `type` (set, frozenset or a subclass) with `members` (a tuple) in
 // that iteration order (see equals_match.cpp).
 LeafPtr make_set_match(PyObject* type, PyObject* members);
+// A traceable wrapper subclass (`tensor` has __tensor_flatten__): the same class, inner
+// tensor names and metadata (subclass_metadata.cpp).
+LeafPtr make_subclass_metadata_match(PyObject* tensor);
 // `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
 // Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
 struct GlobalStateDetails;

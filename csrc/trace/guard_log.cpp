@@ -55,6 +55,7 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::SameObject: set.add_same_object(e.other, e.source); break;
       case Kind::LacksKey: set.add_dict_lacks_key(e.source, e.object.get()); break;
       case Kind::LacksAttr: set.add_lacks_attr(e.source, e.object.get()); break;
+      case Kind::SubclassMetadata: set.add_subclass_metadata_match(e.source, e.object.get()); break;
     }
   }
 }
@@ -79,6 +80,7 @@ std::vector<std::string> GuardLog::describe() const {
       case Kind::SameObject: lines.push_back(name + " OBJECT_ALIASING " + e.other->repr()); break;
       case Kind::LacksKey: lines.push_back(name + " DICT_LACKS_KEY " + py_repr(e.object.get())); break;
       case Kind::LacksAttr: lines.push_back(name + " LACKS_ATTR " + py_repr(e.object.get())); break;
+      case Kind::SubclassMetadata: lines.push_back(name + " TENSOR_SUBCLASS_METADATA_MATCH"); break;
     }
   }
   return lines;

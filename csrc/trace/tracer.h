@@ -161,6 +161,8 @@ class Tracer {
   PyObject* real_tensor(const ValuePtr& value) const;
   // A module's tensor that the graph holds (a get_attr node, a leaf module's parameter):
   // guarded by identity and metadata at `source`.
+  // Guards a wrapper subclass's flatten metadata and inner tensors (nothing for other tensors).
+  void guard_wrapper_subclass(PyObject* real, const guards::SourcePtr& source);
   void pin_module_tensor(PyObject* real, const guards::SourcePtr& source);
   // Guards which callable `real` is, at `source` (see wrap.cpp).
   void pin_callable(PyObject* real, const guards::SourcePtr& source);

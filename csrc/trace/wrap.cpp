@@ -159,6 +159,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   // Symbolic sizes get their own placeholders, before the tensor's.
   SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
   guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
+  guard_wrapper_subclass(real, source);
   py::Ref<> fake = std::move(input.fake);
   std::string name = graph.unique_name(graph::identifier_from(source->repr()));
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
@@ -223,6 +224,28 @@ void Tracer::pin_module_tensor(PyObject* real, const SourcePtr& source) {
   // nor one whose tensor changed dtype or device in place (module.to(), .data = ...).
   guards.add(GuardLog::Kind::Id, source, real);
   guards.add_tensor(source, real, {}, {});
+  guard_wrapper_subclass(real, source);
+}
+
+void Tracer::guard_wrapper_subclass(PyObject* real, const SourcePtr& source) {
+  // A traceable wrapper subclass (__tensor_flatten__) is compiled, by AOTAutograd and the
+  // fakes, for its metadata and the layout of its inner tensors: both are guarded, each inner
+  // tensor where the class keeps it.
+  if (!PyObject_HasAttrString((PyObject*)Py_TYPE(real), "__tensor_flatten__")) return;
+  guards.add(GuardLog::Kind::SubclassMetadata, source, real);
+  guards::SubclassDispatchOff undispatched(real);
+  py::Ref<> flat = check(PyObject_CallMethod(real, "__tensor_flatten__", nullptr));
+  if (!PyTuple_Check(flat.get()) || PyTuple_GET_SIZE(flat.get()) != 2)
+    unsupported("unfakeable_tensor", source->repr() + ".__tensor_flatten__() did not return (names, metadata)");
+  py::Ref<> names = check(PySequence_Tuple(PyTuple_GET_ITEM(flat.get(), 0)));
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names.get()); ++i) {
+    PyObject* name = PyTuple_GET_ITEM(names.get(), i);
+    if (!PyUnicode_Check(name)) unsupported("unfakeable_tensor", source->repr() + " names an inner tensor by a non-string");
+    py::Ref<> inner = check(PyObject_GetAttr(real, name));
+    SourcePtr inner_source = guards::attr_source(source, PyUnicode_AsUTF8(name));
+    guards.add_tensor(inner_source, inner.get(), {}, {});
+    guard_wrapper_subclass(inner.get(), inner_source);
+  }
 }
 
 PyObject* Tracer::real_tensor(const ValuePtr& value) const {
