@@ -216,6 +216,12 @@ ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target,
       result = run_default(tracer, cls, func, *types_tuple->unpack(tracer), args, kwargs);
     } else {
       ValuePtr handler = class_value(tracer, cls)->get_attr(tracer, "__torch_function__");
+      // Only an override written in Python is inlined; anything else would be recorded as a
+      // call of the override itself.
+      auto* method = dynamic_cast<BoundMethodValue*>(handler.get());
+      if (method == nullptr || !dynamic_cast<UserFunctionValue*>(method->function.get()))
+        unsupported("unsupported_call", "the __torch_function__ of " + py_repr(cls) + " is not a Python classmethod (" +
+                                            handler->repr() + ")");
       TorchFunctionSubclassOff off(tracer);
       result = handler->call(tracer, {func, types_tuple, std::make_shared<SequenceValue>(false, args), kwargs_value(kwargs)}, {});
     }
