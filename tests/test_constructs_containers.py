@@ -445,3 +445,26 @@ def test_dict_views_passed_in_read_and_guard_the_dict_they_show():
         assert same(expected[0], actual[0]) and actual_dict == expected_dict
         assert type(actual[1]) is type({}.keys()) and list(actual[1]) == list(expected[1])
     assert counter.frame_count == 2                  # a key added to the viewed dict recompiles
+
+
+class _PlainDictSubclass(dict):
+    pass
+
+
+def test_copy_of_dict_subclasses_made_in_the_trace():
+    # dict's copy gives a plain dict (also for a subclass); OrderedDict's gives an OrderedDict.
+    def f(x):
+        pairs = [("a", x), ("b", x + 1), ("c", x + 2)]
+        ordered = collections.OrderedDict(pairs)
+        ordered["c"] = x + 20
+        ordered_copy = ordered.copy()
+        ordered_copy["c"] = x - 10
+        mine = _PlainDictSubclass(a=x)
+        mine_copy = mine.copy()
+        mine_copy["b"] = x * 3
+        checks = (type(ordered_copy) is collections.OrderedDict, type(mine_copy) is dict,
+                  list(ordered_copy), len(mine))
+        return ordered["c"] * ordered_copy["c"] + mine_copy["b"], checks
+
+    result, _ = capture(f, torch.ones(2), ops=7)
+    assert result[1] == (True, True, ["a", "b", "c"], 1)

@@ -19,6 +19,35 @@ bool subtype_of(PyObject* type, PyTypeObject* base) {
   return PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), base) != 0;
 }
 
+// The C class of `type`'s MRO whose own `name` it inherits (borrowed), or null.
+PyObject* defining_class(PyObject* type, const char* name) {
+  PyObject* mro = reinterpret_cast<PyTypeObject*>(type)->tp_mro;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    auto* owner = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i));
+    if (py::own_type_attribute(owner, name) != nullptr) return reinterpret_cast<PyObject*>(owner);
+  }
+  return nullptr;
+}
+
+// `d.copy()` of a dict subclass instance, as the class that defines copy makes it: dict's
+// gives a plain dict of the items, OrderedDict's `type(d)(d)`; others are not modelled.
+ValuePtr copy_dict_subclass(Tracer& tracer, const std::shared_ptr<ObjectValue>& self, const DictValue& items) {
+  PyObject* type = self->python_type();
+  PyObject* owner = defining_class(type, "copy");
+  if (owner == reinterpret_cast<PyObject*>(&PyDict_Type)) {
+    auto copy = std::make_shared<DictValue>();
+    copy->keys.reserve(items.keys.size());
+    for (size_t i = 0; i < items.keys.size(); ++i) copy->set_item(items.keys[i].get(), items.values[i]);
+    return copy;
+  }
+  static PyObject* ordered_dict = [] {  // kept for the process
+    py::Ref<> collections = check(PyImport_ImportModule("collections"));
+    return check(PyObject_GetAttrString(collections.get(), "OrderedDict")).release();
+  }();
+  if (owner == ordered_dict) return tracer.wrap(type, self->source() ? guards::type_source(self->source()) : guards::class_source(type))->call(tracer, {self}, {});
+  return nullptr;
+}
+
 }  // namespace
 
 bool ObjectValue::is_set_subclass() const {
@@ -199,6 +228,7 @@ ValuePtr call_base_method(Tracer& tracer, const std::shared_ptr<ObjectValue>& se
   }
   if (name == "__iter__" || name == "keys" || name == "values" || name == "items" || name == "get")
     return items->get_attr(tracer, name == "__iter__" ? "keys" : name)->call(tracer, args, {});
+  if (name == "copy" && args.empty()) return copy_dict_subclass(tracer, self, *items);
   if (name == "update" || name == "pop" || name == "setdefault" || name == "clear" || name == "popitem") {
     // dict's own methods, on the items (journaled there); the object is marked changed.
     tracer.will_mutate(self);
