@@ -79,6 +79,13 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// An internal error whose message already names the user's line it happened on (the tracer
+// adds it once, at the innermost frame; outer frames let it through).
+class LocatedInternalError : public InternalError {
+ public:
+  using InternalError::InternalError;
+};
+
 // A graph break: what could not be captured, and why. `kind` is a stable short name
 // ("unsupported_opcode", "data_dependent_branch", ...) registered in python/break_kinds.h,
 // which tests and explain() rely on and which gives the break its hint.

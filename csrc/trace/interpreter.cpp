@@ -138,8 +138,6 @@ void log_instruction(Tracer& tracer, const FrameState& frame, const bytecode::In
   check(PyObject_CallOneArg(tracer.log.get(), text.get()));
 }
 
-constexpr const char* kInternalErrorMark = " (while tracing ";
-
 // The stack effect an instruction has when it runs. The opcode table's is the compiler's
 // accounting, which differs from what the interpreter does in two places: 3.11 charges CALL's
 // arguments to the PRECALL before it (a no-op when it runs), and RETURN_GENERATOR leaves the
@@ -187,10 +185,11 @@ void step(Tracer& tracer, FrameState& frame, const bytecode::Instruction& inst) 
       // (KeyboardInterrupt) is no property of the code: it reaches the caller.
       if (error.is_interrupt()) throw;
       raise_python_error(tracer, error);
+    } catch (const LocatedInternalError&) {
+      throw;
     } catch (const InternalError& error) {
       // A tracer bug: name the user's line it happened on (once, at the innermost frame).
-      if (std::strstr(error.what(), kInternalErrorMark) != nullptr) throw;
-      throw InternalError(std::string(error.what()) + kInternalErrorMark + frame_location(frame) + ")");
+      throw LocatedInternalError(std::string(error.what()) + " (while tracing " + frame_location(frame) + ")");
     }
   } catch (const Unsupported& error) {
     if (tracer.pending_user_stack.empty())

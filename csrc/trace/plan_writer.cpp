@@ -26,27 +26,6 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
       dynamic_cast<PythonModuleValue*>(value.get()) || dynamic_cast<ClassValue*>(value.get()))
     if (PyObject* real = value->real_object()) return OutputPlan::of_constant(real);
   if (auto* object = dynamic_cast<ObjectValue*>(value.get()); object && object->is_new()) return new_object(*object);
-  if (auto* deque = dynamic_cast<DequeValue*>(value.get())) {
-    // collections.deque(items, maxlen), made anew.
-    require_single_reference(value);
-    OutputPlan items;
-    items.kind = OutputPlan::Kind::List;
-    items.items = plans_of(deque->storage->items);
-    OutputPlan call;
-    call.kind = OutputPlan::Kind::Call;
-    call.constant = py::Ref<>::newref(deque_type());
-    call.items.push_back(std::move(items));
-    call.items.push_back(plan(deque->maxlen));
-    return call;
-  }
-  if (auto* array = dynamic_cast<NumpyArrayValue*>(value.get())) {
-    // A graph output made an ndarray again (its tensor's .numpy()).
-    OutputPlan call;
-    call.kind = OutputPlan::Kind::Call;
-    call.constant = py::Ref<>::newref(to_numpy_function());
-    call.items.push_back(plan(array->tensor()));
-    return call;
-  }
   if (shared_lists_.count(value.get())) return new_list(static_cast<const SequenceValue&>(*value));
   require_single_reference(value);
   if (auto made = value->remake(*this)) return std::move(*made);
@@ -76,30 +55,7 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
     plan.items = plans_of(rest);
     return plan;
   }
-  if (auto* exit = dynamic_cast<GradModeExitValue*>(value.get())) {
-    if (!exit->re_enterable(tracer_)) throw NotRestorable{exit->repr() + " (grad mode switched inside its block)"};
-    OutputPlan plan;
-    plan.kind = OutputPlan::Kind::GradModeExit;
-    plan.constant = py::Ref<>::newref(exit->previous() ? Py_True : Py_False);
-    return plan;
-  }
   if (auto* function = dynamic_cast<UserFunctionValue*>(value.get())) return make_function(*function);
-  if (auto* method = dynamic_cast<BoundMethodValue*>(value.get())) {
-    // `obj.method` for a user method: types.MethodType(function, obj) at run time.
-    OutputPlan plan;
-    plan.kind = OutputPlan::Kind::BoundMethod;
-    plan.constant = check(PyImport_ImportModule("types"));
-    plan.constant = check(PyObject_GetAttrString(plan.constant.get(), "MethodType"));
-    if (method->function->source()) {
-      plan.items.push_back(this->plan(method->function));
-    } else if (PyObject* real = method->function->real_object()) {
-      plan.items.push_back(OutputPlan::of_constant(real));
-    } else {
-      throw NotRestorable{value->repr()};
-    }
-    plan.items.push_back(this->plan(method->self));
-    return plan;
-  }
   if (auto [owner, name] = value->bound_attribute(); owner) {
     OutputPlan plan;
     plan.kind = OutputPlan::Kind::Attr;

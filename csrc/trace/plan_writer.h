@@ -40,6 +40,8 @@ class PlanWriter {
   codegen::OutputPlan call(const ValuePtr& function, const Args& arguments, const KwArgs& keywords = {});
   // `callable(*arguments)` for a callable that is the same object every run (map, zip).
   codegen::OutputPlan call(PyObject* callable, const Args& arguments);
+  // The trace being written (what a value's remake may ask of it).
+  Tracer& tracer() { return tracer_; }
   // A list made in the trace that more than one plan may refer to (a loop's iterator and a
   // local): generated code makes it once, as a new object, so it stays one list.
   void share_list(const ValuePtr& list) { shared_lists_.insert(list.get()); }

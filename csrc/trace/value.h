@@ -340,6 +340,8 @@ class BoundMethodValue : public Value {
   // __func__, __self__, and the function's own attributes (__name__, __wrapped__, ...), as a
   // real method object forwards them.
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
+  // types.MethodType(function, self) at run time.
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   ValuePtr function, self;
 };
 
@@ -432,6 +434,8 @@ class GradModeExitValue : public Value {
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   // Whether generated code may enter the block again at a break (a grad-mode block: always).
   virtual bool re_enterable(Tracer&) const { return true; }
+  // The block's exit as a plan (split planning turns it into re-entering the block).
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
 
  private:
   bool previous_;

@@ -24,6 +24,7 @@ const std::set<std::string> kForwardingSites = {
     "value.cpp",      // unsupported(kind, message) itself
     "functions.cpp",  // GraphBreakValue::call: kinds from make_shared<GraphBreakValue>(source, "kind", ...)
     "keys.cpp",       // dict_key(tracer, key, kind): its callers name registered kinds (unsupported_dict, ...)
+    "symbolic.cpp",   // data_dependent_failure(kind, ...): data_dependent_branch or data_dependent_op
 };
 
 struct Scan {

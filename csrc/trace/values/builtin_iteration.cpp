@@ -15,9 +15,8 @@ namespace bytegraph::trace {
 
 namespace {
 
-PyObject* builtin(const char* name) { return builtin_object(name); }
 
-bool is(PyObject* function, const char* name) { return function == builtin(name); }
+bool is(PyObject* function, const char* name) { return function == builtin_object(name); }
 
 // The items of an iterable argument (generators and lazy iterators consumed).
 Args items_of(Tracer& tracer, const ValuePtr& iterable, const char* what) {

@@ -25,8 +25,6 @@ namespace bytegraph::trace {
 
 namespace {
 
-PyObject* builtin(const char* name) { return builtin_object(name); }
-
 // Builtins safe to run for real on constant arguments (no I/O, no mutation of anything).
 bool foldable_builtin(PyObject* function) {
   static const char* names[] = {"abs", "min", "max", "sum", "round", "divmod", "pow", "len", "int",
@@ -34,7 +32,7 @@ bool foldable_builtin(PyObject* function) {
                                 "repr", "ord", "chr", "isinstance", "issubclass", "hash", "slice",
                                 "list", "reversed", "complex", "format", "type", "callable"};
   for (const char* name : names)
-    if (builtin(name) == function) return true;
+    if (builtin_object(name) == function) return true;
   return false;
 }
 
@@ -94,7 +92,7 @@ ValuePtr frame_locals(Tracer& tracer) {
 }
 
 ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
-  if (value->is_constant()) return fold(builtin("len"), {value});
+  if (value->is_constant()) return fold(builtin_object("len"), {value});
   if (auto* dict = dynamic_cast<DictValue*>(value.get())) return make_int(static_cast<long>(dict->keys.size()));
   if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) return make_int(static_cast<long>(seq->items.size()));
   if (auto* deque = dynamic_cast<DequeValue*>(value.get())) return make_int(static_cast<long>(deque->storage->items.size()));
@@ -102,7 +100,7 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
   if (auto* tensor = dynamic_cast<TensorValue*>(value.get())) {
     py::Ref<> ndim = check(PyObject_GetAttrString(tensor->fake(), "ndim"));
     if (PyLong_AsLong(ndim.get()) > 0) return tensor_size(tracer, value, 0);  // symbolic or not
-    py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), tensor->fake()));
+    py::Ref<> length = check(PyObject_CallOneArg(builtin_object("len"), tensor->fake()));
     return ConstantValue::make(std::move(length));
   }
   // A class's own __len__ is traced, so what it reads is guarded where it comes from.
@@ -112,7 +110,7 @@ ValuePtr call_len(Tracer& tracer, const ValuePtr& value) {
   }
   if (PyObject* real = value->real_object()) {
     if (PyObject_HasAttrString(real, "__len__")) {
-      py::Ref<> length = check(PyObject_CallOneArg(builtin("len"), real));
+      py::Ref<> length = check(PyObject_CallOneArg(builtin_object("len"), real));
       // A module container (ModuleList, Sequential, ModuleDict) can grow before the next call.
       if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
         module->guard_children(tracer);
@@ -316,7 +314,7 @@ ValuePtr reduce_items(Tracer& tracer, const char* which, const Args& args) {
   if (all_constant(items) && (args.size() == 1 || !is_sum)) {
     auto list = std::make_shared<SequenceValue>(true, items);
     py::Ref<> real = list->as_graph_arg(tracer, ArgMode::Graph);
-    return ConstantValue::make(check(PyObject_CallOneArg(builtin(which), real.get())));
+    return ConstantValue::make(check(PyObject_CallOneArg(builtin_object(which), real.get())));
   }
   if (is_sum) {
     ValuePtr total = args.size() > 1 ? args[1] : make_int(0);
@@ -353,13 +351,13 @@ ValuePtr call_sequence_new(Tracer& tracer, PyObject* function, const Args& args,
 }
 
 ValuePtr call_constructor(Tracer& tracer, PyObject* function, const Args& args, const KwArgs& kwargs) {
-  if (function == builtin("tuple") || function == builtin("list")) {
-    bool is_list = function == builtin("list");
+  if (function == builtin_object("tuple") || function == builtin_object("list")) {
+    bool is_list = function == builtin_object("list");
     Args items = args.empty() ? Args{} : unpack_or_fail(tracer, args[0], is_list ? "list" : "tuple");
     return std::make_shared<SequenceValue>(is_list, std::move(items));
   }
   if (ValuePtr made = call_sequence_new(tracer, function, args, kwargs)) return made;
-  if (function == builtin("dict")) {
+  if (function == builtin_object("dict")) {
     auto dict = std::make_shared<DictValue>();
     if (!args.empty()) {
       ValuePtr source = args[0];
@@ -516,36 +514,36 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   PyObject* function = function_.get();
   if (is_exception_class(function)) return make_exception(tracer, function, args, kwargs);
   if (ValuePtr result = call_on_object(tracer, function, args, kwargs)) return result;
-  if (function == builtin("setattr") && args.size() == 3 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
+  if (function == builtin_object("setattr") && args.size() == 3 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
     args[0]->set_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()), args[2]);
     return ConstantValue::none();
   }
-  if (function == builtin("delattr") && args.size() == 2 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
+  if (function == builtin_object("delattr") && args.size() == 2 && args[1]->is_constant() && PyUnicode_Check(args[1]->constant())) {
     args[0]->del_attr(tracer, PyUnicode_AsUTF8(args[1]->constant()));
     return ConstantValue::none();
   }
-  if (function == builtin("print")) unsupported("print", "print() has a side effect outside the graph");
-  if ((function == builtin("locals") || function == builtin("vars")) && args.empty() && kwargs.empty())
+  if (function == builtin_object("print")) unsupported("print", "print() has a side effect outside the graph");
+  if ((function == builtin_object("locals") || function == builtin_object("vars")) && args.empty() && kwargs.empty())
     return frame_locals(tracer);
-  if (function == builtin("dir") && args.empty()) unsupported("frame_introspection", "dir() lists the calling frame's names");
-  if ((function == builtin("int") || function == builtin("float")) && args.size() == 1 && kwargs.empty() &&
+  if (function == builtin_object("dir") && args.empty()) unsupported("frame_introspection", "dir() lists the calling frame's names");
+  if ((function == builtin_object("int") || function == builtin_object("float")) && args.size() == 1 && kwargs.empty() &&
       args[0]->is_tensor() && tracer.shapes->captures_scalar_outputs())
     return symbolic_builtin(tracer, *this, function, {scalar_output(tracer, args[0])}, {});
   if (ValuePtr result = symbolic_builtin(tracer, *this, function, args, kwargs)) return result;
   // Before folding: a constant of a user class (an int subclass) has Python methods to inline.
   if (ValuePtr result = call_number_builtin(tracer, function, args, kwargs)) return result;
   if (function == operator_function("length_hint")) return call_length_hint(tracer, args, kwargs);
-  if (function == builtin("len") && args.size() == 1) return call_len(tracer, args[0]);
-  if (function == builtin("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
-  if (function == builtin("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
-  if (function == builtin("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
+  if (function == builtin_object("len") && args.size() == 1) return call_len(tracer, args[0]);
+  if (function == builtin_object("isinstance") && args.size() == 2) return call_isinstance(tracer, args);
+  if (function == builtin_object("getattr") && (args.size() == 2 || args.size() == 3)) return call_getattr(tracer, args);
+  if (function == builtin_object("hasattr") && args.size() == 2) return call_hasattr(tracer, args);
   if ((args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args) && is_dict_fromkeys(function))
     return call_dict_fromkeys(tracer, args);
   if (ValuePtr made = call_subclass_fromkeys(tracer, function, args, kwargs)) return made;
   if (ValuePtr made = call_deque(tracer, function, args, kwargs)) return made;
-  if (function == builtin("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
-  if (function == builtin("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
-  if (function == builtin("id")) {
+  if (function == builtin_object("issubclass") && args.size() == 2 && kwargs.empty()) return call_issubclass(tracer, args);
+  if (function == builtin_object("callable") && args.size() == 1 && kwargs.empty()) return call_callable(args[0]);
+  if (function == builtin_object("id")) {
     // An object the frame reaches (a module, a config, a function) is pinned by an identity
     // guard, so its address is a constant of this entry; anything made per call is not.
     if (args.size() == 1 && kwargs.empty() && args[0]->source() && args[0]->real_object()) {
@@ -555,19 +553,19 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
     unsupported("unsupported_builtin", "id() of " + (args.empty() ? std::string("nothing") : args[0]->repr()) +
                                            " is its address at run time");
   }
-  if ((function == builtin("str") || function == builtin("repr") || function == builtin("ascii")) && args.size() == 1 &&
+  if ((function == builtin_object("str") || function == builtin_object("repr") || function == builtin_object("ascii")) && args.size() == 1 &&
       kwargs.empty() && !all_constant(args))
-    return stringify(tracer, args[0], function == builtin("str") ? 's' : function == builtin("repr") ? 'r' : 'a');
-  if (function == builtin("format") && (args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args))
+    return stringify(tracer, args[0], function == builtin_object("str") ? 's' : function == builtin_object("repr") ? 'r' : 'a');
+  if (function == builtin_object("format") && (args.size() == 1 || args.size() == 2) && kwargs.empty() && !all_constant(args))
     return format_value(tracer, args[0], args.size() == 2 ? args[1] : nullptr);
   if (ValuePtr result = call_iteration_builtin(tracer, function, args, kwargs)) return result;
-  if (function == builtin("zip") && (kwargs.empty() || (kwargs.size() == 1 && kwargs[0].first == "strict"))) {
+  if (function == builtin_object("zip") && (kwargs.empty() || (kwargs.size() == 1 && kwargs[0].first == "strict"))) {
     const ValuePtr strict = kwargs.empty() ? nullptr : kwargs[0].second;
     if (strict && !strict->is_constant()) unsupported("unsupported_call", "zip(strict=" + strict->repr() + ")");
     return call_zip(tracer, args, strict && PyObject_IsTrue(strict->constant()) == 1);
   }
-  if (function == builtin("super")) return call_super(tracer, args);
-  if (function == builtin("type") && args.size() == 1 && args[0]->python_type()) {
+  if (function == builtin_object("super")) return call_super(tracer, args);
+  if (function == builtin_object("type") && args.size() == 1 && args[0]->python_type()) {
     // With a source, so what the code reads from the class (`type(obj).scale`) is guarded.
     PyObject* type = args[0]->python_type();
     return tracer.wrap(type, args[0]->source() ? guards::type_source(args[0]->source()) : guards::class_source(type));
@@ -579,12 +577,12 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
       tracer.read_autocast_settings = true;
     return fold(function, args, kwargs);
   }
-  if ((function == builtin("min") || function == builtin("max") || function == builtin("sum")) && kwargs.empty())
-    return reduce_items(tracer, function == builtin("min") ? "min" : function == builtin("max") ? "max" : "sum", args);
-  if (function == builtin("sum") && args.size() == 1 && kwargs.size() == 1 && kwargs[0].first == "start")
+  if ((function == builtin_object("min") || function == builtin_object("max") || function == builtin_object("sum")) && kwargs.empty())
+    return reduce_items(tracer, function == builtin_object("min") ? "min" : function == builtin_object("max") ? "max" : "sum", args);
+  if (function == builtin_object("sum") && args.size() == 1 && kwargs.size() == 1 && kwargs[0].first == "start")
     return reduce_items(tracer, "sum", {args[0], kwargs[0].second});  // sum(xs, start=s)
   if (ValuePtr built = call_constructor(tracer, function, args, kwargs)) return built;
-  if (function == builtin("abs") && args.size() == 1 && args[0]->is_tensor())
+  if (function == builtin_object("abs") && args.size() == 1 && args[0]->is_tensor())
     return tracer.record(graph::Op::CallFunction, function_.copy(), args, kwargs);
   // operator.sub(a, b) is `a - b`: the operands' special methods, NotImplemented and all.
   if (kwargs.empty() && (args.size() == 1 || args.size() == 2) && is_protocol_operator(function))

@@ -2,6 +2,7 @@
 #include "trace/values/deque.h"
 
 #include "trace/operators.h"
+#include "trace/plan_writer.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/generators.h"
 
@@ -197,6 +198,10 @@ ValuePtr call_deque(Tracer& tracer, PyObject* function, const Args& args, const 
   long limit = maxlen_of(maxlen);
   if (limit >= 0 && static_cast<long>(items.size()) > limit) items.erase(items.begin(), items.end() - limit);
   return std::make_shared<DequeValue>(std::move(items), maxlen);
+}
+
+std::optional<codegen::OutputPlan> DequeValue::remake(PlanWriter& writer) {
+  return writer.call(deque_type(), {std::make_shared<SequenceValue>(false, storage->items), maxlen});
 }
 
 }  // namespace bytegraph::trace

@@ -18,6 +18,8 @@ class DequeValue : public Value {
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   // d[i] = value.
   void set_item(Tracer& tracer, const ValuePtr& key, const ValuePtr& value);
+  // collections.deque(items, maxlen), made anew.
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
 
   // The items, journaled as a list is (a rollback restores them).
   std::shared_ptr<SequenceValue> storage;

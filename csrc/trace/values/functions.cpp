@@ -3,6 +3,7 @@
 #include "python/import.h"
 #include "trace/values/numpy_array.h"
 #include "trace/operators.h"
+#include "trace/plan_writer.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
 #include "trace/values/itertools.h"
@@ -170,6 +171,22 @@ ValuePtr BoundMethodValue::get_attr(Tracer& tracer, const std::string& attr) {
   if (attr == "__self__") return self;
   if (attr == "__call__") return shared_from_this();
   return function->get_attr(tracer, attr);
+}
+
+std::optional<codegen::OutputPlan> BoundMethodValue::remake(PlanWriter& writer) {
+  codegen::OutputPlan plan;
+  plan.kind = codegen::OutputPlan::Kind::BoundMethod;
+  py::Ref<> types = check(PyImport_ImportModule("types"));
+  plan.constant = check(PyObject_GetAttrString(types.get(), "MethodType"));
+  if (function->source()) {
+    plan.items.push_back(writer.plan(function));
+  } else if (PyObject* real = function->real_object()) {
+    plan.items.push_back(codegen::OutputPlan::of_constant(real));
+  } else {
+    throw NotRestorable{repr()};
+  }
+  plan.items.push_back(writer.plan(self));
+  return plan;
 }
 
 ValuePtr BoundMethodValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {

@@ -1,4 +1,5 @@
 // Grad-mode context managers: `with torch.no_grad():` inside a traced function.
+#include "guards/leaf_guard.h"
 #include "trace/plan_writer.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
@@ -6,11 +7,6 @@
 namespace bytegraph::trace {
 
 namespace {
-
-bool real_grad_enabled(const Bridge& bridge) {
-  py::Ref<> enabled = check(PyObject_CallNoArgs(bridge.is_grad_enabled.get()));
-  return enabled.get() == Py_True;
-}
 
 // Records torch._C._set_grad_enabled(enabled); running it on fakes switches the real mode,
 // so the ops recorded after it see the same mode they will run under.
@@ -43,7 +39,7 @@ class GradModeFunctionValue : public Value {
   PyObject* python_type() const override { return (PyObject*)&PyFunction_Type; }
   bool truthy(Tracer&) const override { return true; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
-    const bool previous = real_grad_enabled(tracer.bridge);
+    const bool previous = guards::grad_mode_enabled_now();
     record_set_grad_enabled(tracer, enabled_);
     ValuePtr result;
     try {
@@ -114,7 +110,7 @@ ValuePtr GradModeValue::call(Tracer& tracer, const Args& args, const KwArgs& kwa
     if (!mode || !mode->is_constant() || !PyBool_Check(mode->constant()))
       unsupported("unsupported_call", "torch.set_grad_enabled with " + (mode ? mode->repr() : std::string("these arguments")) + ": the mode must be a constant bool");
     auto made = std::make_shared<GradModeValue>(mode->constant() == Py_True, false, nullptr, true);
-    made->before_made_ = real_grad_enabled(tracer.bridge);
+    made->before_made_ = guards::grad_mode_enabled_now();
     record_set_grad_enabled(tracer, made->enabled_);
     return made;
   }
@@ -140,7 +136,7 @@ std::optional<std::pair<ValuePtr, ValuePtr>> GradModeValue::enter_with(Tracer& t
   if (is_class_) unsupported("unsupported_context", "`with` on the class " + repr());
   if (switch_when_made_)  // switched when made
     return std::pair<ValuePtr, ValuePtr>{std::make_shared<GradModeExitValue>(before_made_), ConstantValue::none()};
-  bool previous = real_grad_enabled(tracer.bridge);
+  bool previous = guards::grad_mode_enabled_now();
   record_set_grad_enabled(tracer, enabled_);
   return std::pair<ValuePtr, ValuePtr>{std::make_shared<GradModeExitValue>(previous), ConstantValue::none()};
 }
@@ -159,6 +155,14 @@ ValuePtr SetGradEnabledValue::call(Tracer& tracer, const Args& args, const KwArg
     unsupported("unsupported_call", "torch._C._set_grad_enabled(" + args[0]->repr() + "): the mode must be a constant bool");
   record_set_grad_enabled(tracer, args[0]->constant() == Py_True, /*coalesce=*/false);
   return ConstantValue::none();
+}
+
+std::optional<codegen::OutputPlan> GradModeExitValue::remake(PlanWriter& writer) {
+  if (!re_enterable(writer.tracer())) throw NotRestorable{repr() + " (its block cannot be entered again at this point)"};
+  codegen::OutputPlan plan;
+  plan.kind = codegen::OutputPlan::Kind::GradModeExit;
+  plan.constant = py::Ref<>::newref(previous_ ? Py_True : Py_False);
+  return plan;
 }
 
 }  // namespace bytegraph::trace

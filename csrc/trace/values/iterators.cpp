@@ -9,13 +9,11 @@ namespace bytegraph::trace {
 
 namespace {
 
-PyObject* builtin_type(const char* name) { return builtin_object(name); }
-
 class MapValue : public LazyIteratorValue {
  public:
   MapValue(ValuePtr function, Args iterators) : function_(std::move(function)), iterators_(std::move(iterators)) {}
   std::string repr() const override { return "MapVariable(" + function_->repr() + ")"; }
-  PyObject* python_type() const override { return builtin_type("map"); }
+  PyObject* python_type() const override { return builtin_object("map"); }
   ValuePtr next_item(Tracer& tracer) override {
     Args args;
     for (const auto& iterator : iterators_) {
@@ -30,7 +28,7 @@ class MapValue : public LazyIteratorValue {
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
     Args arguments{function_};
     arguments.insert(arguments.end(), iterators_.begin(), iterators_.end());
-    return writer.call(builtin_type("map"), arguments);
+    return writer.call(builtin_object("map"), arguments);
   }
 
  private:
@@ -42,7 +40,7 @@ class FilterValue : public LazyIteratorValue {
  public:
   FilterValue(ValuePtr function, ValuePtr iterator) : function_(std::move(function)), iterator_(std::move(iterator)) {}
   std::string repr() const override { return "FilterVariable(" + (function_ ? function_->repr() : "None") + ")"; }
-  PyObject* python_type() const override { return builtin_type("filter"); }
+  PyObject* python_type() const override { return builtin_object("filter"); }
   ValuePtr next_item(Tracer& tracer) override {
     while (ValuePtr item = iterator_->next_item(tracer)) {
       ValuePtr keep = function_ ? function_->call(tracer, {item}, {}) : item;
@@ -51,7 +49,7 @@ class FilterValue : public LazyIteratorValue {
     return nullptr;
   }
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
-    return writer.call(builtin_type("filter"), {function_ ? function_ : ConstantValue::none(), iterator_});
+    return writer.call(builtin_object("filter"), {function_ ? function_ : ConstantValue::none(), iterator_});
   }
 
  private:
@@ -63,7 +61,7 @@ class ZipValue : public LazyIteratorValue {
  public:
   explicit ZipValue(Args iterators) : iterators_(std::move(iterators)) {}
   std::string repr() const override { return "ZipVariable(" + std::to_string(iterators_.size()) + ")"; }
-  PyObject* python_type() const override { return builtin_type("zip"); }
+  PyObject* python_type() const override { return builtin_object("zip"); }
   ValuePtr next_item(Tracer& tracer) override {
     if (iterators_.empty()) return nullptr;
     Args row;
@@ -74,7 +72,7 @@ class ZipValue : public LazyIteratorValue {
     }
     return std::make_shared<SequenceValue>(false, std::move(row));
   }
-  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override { return writer.call(builtin_type("zip"), iterators_); }
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override { return writer.call(builtin_object("zip"), iterators_); }
 
  private:
   Args iterators_;
@@ -84,7 +82,7 @@ class EnumerateValue : public LazyIteratorValue {
  public:
   EnumerateValue(ValuePtr iterator, long start) : iterator_(std::move(iterator)), index_(start) {}
   std::string repr() const override { return "EnumerateVariable(" + iterator_->repr() + ")"; }
-  PyObject* python_type() const override { return builtin_type("enumerate"); }
+  PyObject* python_type() const override { return builtin_object("enumerate"); }
   ValuePtr next_item(Tracer& tracer) override {
     tracer.journal.save(shared_from_this());
     ValuePtr item = iterator_->next_item(tracer);
@@ -97,7 +95,7 @@ class EnumerateValue : public LazyIteratorValue {
     return [this, index] { index_ = index; };
   }
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override {
-    return writer.call(builtin_type("enumerate"), {iterator_, ConstantValue::make(check(PyLong_FromLong(index_)))});
+    return writer.call(builtin_object("enumerate"), {iterator_, ConstantValue::make(check(PyLong_FromLong(index_)))});
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "trace/operators.h"
+#include "trace/plan_writer.h"
 #include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
@@ -222,6 +223,10 @@ ValuePtr tensor_of_array(PyObject* function, const Args& args, const KwArgs& kwa
 PyObject* to_numpy_function() {
   static PyObject* function = interop("to_numpy");
   return function;
+}
+
+std::optional<codegen::OutputPlan> NumpyArrayValue::remake(PlanWriter& writer) {
+  return writer.call(to_numpy_function(), {tensor_});
 }
 
 }  // namespace bytegraph::trace

@@ -17,6 +17,8 @@ class NumpyArrayValue : public Value {
   ValuePtr get_item(Tracer& tracer, const ValuePtr& key) override;
   std::optional<Args> unpack(Tracer& tracer) override;
   const ValuePtr& tensor() const { return tensor_; }
+  // The graph output made an ndarray again (its tensor's .numpy()).
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
 
  private:
   ValuePtr tensor_;
