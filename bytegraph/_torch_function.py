@@ -11,6 +11,7 @@ import torch
 from torch.overrides import get_default_nowrap_functions
 
 DEFAULT = torch.Tensor.__torch_function__.__func__  # the function under the classmethod
+PARAMETER = torch.nn.Parameter
 _DISABLED = torch._C._disabled_torch_function_impl
 
 
@@ -23,11 +24,6 @@ def dispatches(cls) -> bool:
     """Whether a tensor of class `cls` takes part in __torch_function__ dispatch (a subclass
     whose override is not disabled, as nn.Parameter's is)."""
     return cls is not torch.Tensor and _handler(cls) is not _DISABLED
-
-
-def has_default_override(cls) -> bool:
-    """Whether `cls` keeps torch.Tensor's own __torch_function__."""
-    return _handler(cls) is DEFAULT
 
 
 def dispatched_callable(kind, target, first_is_tensor):

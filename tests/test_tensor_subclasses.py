@@ -264,3 +264,30 @@ def test_torchs_two_tensor_is_captured_whole(backend):
         torch.testing.assert_close(out.a, expected.a)
         torch.testing.assert_close(out.b, expected.b)
     assert counter.frame_count == 1 and counter.op_count == 2
+
+
+def test_an_override_added_or_replaced_after_compiling_recompiles():
+    class Later(torch.Tensor):  # torch.Tensor's own override at first
+        pass
+
+    class Replaced(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs)
+
+    def doubled(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {})) * 2
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(plus_one, backend=counter)
+    later, replaced = torch.ones(2).as_subclass(Later), torch.ones(2).as_subclass(Replaced)
+    for x in (later, replaced):
+        torch.testing.assert_close(compiled(x).as_subclass(torch.Tensor), torch.full((2,), 2.0))
+    Later.__torch_function__ = classmethod(doubled)
+    Replaced.__torch_function__ = classmethod(doubled)
+    for x in (later, replaced):
+        out = compiled(x)
+        assert type(out) is torch.Tensor and type(plus_one(x)) is torch.Tensor
+        torch.testing.assert_close(out, torch.full((2,), 4.0))  # the new override, not a stale graph
+    assert counter.frame_count == 4

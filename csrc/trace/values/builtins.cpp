@@ -526,6 +526,9 @@ ValuePtr BuiltinValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   if ((function == builtin_object("locals") || function == builtin_object("vars")) && args.empty() && kwargs.empty())
     return frame_locals(tracer);
   if (function == builtin_object("dir") && args.empty()) unsupported("frame_introspection", "dir() lists the calling frame's names");
+  // bool(t) is t.__bool__(): a decision on the tensor's value, as `if t:` is.
+  if (function == builtin_object("bool") && args.size() == 1 && kwargs.empty() && args[0]->is_tensor())
+    return make_bool(args[0]->truthy(tracer));
   if ((function == builtin_object("int") || function == builtin_object("float")) && args.size() == 1 && kwargs.empty() &&
       args[0]->is_tensor() && tracer.shapes->captures_scalar_outputs())
     return symbolic_builtin(tracer, *this, function, {scalar_output(tracer, args[0])}, {});

@@ -11,17 +11,17 @@ namespace {
 
 // What the dispatch needs from bytegraph/_torch_function.py, looked up once per process.
 struct TorchFunctionBridge {
-  py::Ref<> dispatches, has_default_override, dispatched_callable, leaves_unconverted, default_function;
+  py::Ref<> dispatches, dispatched_callable, leaves_unconverted, default_function, parameter_type;
 
   static const TorchFunctionBridge& get() {
     static TorchFunctionBridge* bridge = [] {  // leaked: lives as long as the interpreter
       auto* b = new TorchFunctionBridge();
       py::Ref<> module = check(PyImport_ImportModule("bytegraph._torch_function"));
       b->dispatches = check(PyObject_GetAttrString(module.get(), "dispatches"));
-      b->has_default_override = check(PyObject_GetAttrString(module.get(), "has_default_override"));
       b->dispatched_callable = check(PyObject_GetAttrString(module.get(), "dispatched_callable"));
       b->leaves_unconverted = check(PyObject_GetAttrString(module.get(), "leaves_unconverted"));
       b->default_function = check(PyObject_GetAttrString(module.get(), "DEFAULT"));
+      b->parameter_type = check(PyObject_GetAttrString(module.get(), "PARAMETER"));
       return b;
     }();
     return *bridge;
@@ -39,11 +39,30 @@ bool is_subclass(PyObject* cls, PyObject* base) {
   return result == 1;
 }
 
+bool is_torch_class(PyObject* cls) {
+  // torch.Tensor and nn.Parameter: their overrides (none, and the disabled one) are torch's own.
+  return cls == Bridge::get().tensor_type.get() || cls == TorchFunctionBridge::get().parameter_type.get();
+}
+
+// The function behind `cls.__torch_function__` (borrowed: the class keeps it), guarded where
+// the class holds it: an override added, replaced or removed after compiling recompiles.
+PyObject* guarded_override(Tracer& tracer, PyObject* cls) {
+  py::Ref<> handler = check(PyObject_GetAttrString(cls, "__torch_function__"));
+  guards::SourcePtr source = guards::class_attr_source(cls, "__torch_function__");
+  PyObject* function = handler.get();
+  if (PyMethod_Check(function)) {  // a classmethod, bound anew on each read
+    function = PyMethod_GET_FUNCTION(function);
+    source = guards::attr_source(source, "__func__");
+  }
+  if (!is_torch_class(cls)) tracer.guards.add(GuardLog::Kind::Id, source, function);
+  return function;  // alive: a classmethod's function is held by the classmethod on the class
+}
+
 // Adds the class of each dispatching tensor in `value` (looking inside lists and tuples, as
 // torch's argument parser does), a subclass before any of its bases.
-void collect_overloaded(const ValuePtr& value, std::vector<PyObject*>& types) {
+void collect_overloaded(Tracer& tracer, const ValuePtr& value, std::vector<PyObject*>& types) {
   if (auto* sequence = dynamic_cast<SequenceValue*>(value.get())) {
-    for (const ValuePtr& item : sequence->items) collect_overloaded(item, types);
+    for (const ValuePtr& item : sequence->items) collect_overloaded(tracer, item, types);
     return;
   }
   if (!value->is_tensor()) return;
@@ -51,7 +70,10 @@ void collect_overloaded(const ValuePtr& value, std::vector<PyObject*>& types) {
   if (cls == Bridge::get().tensor_type.get()) return;
   for (PyObject* known : types)
     if (known == cls) return;
-  if (!ask(TorchFunctionBridge::get().dispatches, cls)) return;
+  if (!ask(TorchFunctionBridge::get().dispatches, cls)) {
+    guarded_override(tracer, cls);  // that it still does not
+    return;
+  }
   for (auto it = types.begin(); it != types.end(); ++it) {
     if (is_subclass(cls, *it)) {
       types.insert(it, cls);
@@ -62,6 +84,8 @@ void collect_overloaded(const ValuePtr& value, std::vector<PyObject*>& types) {
 }
 
 ValuePtr class_value(Tracer& tracer, PyObject* cls) { return tracer.wrap(cls, guards::class_source(cls)); }
+
+
 
 ValuePtr types_value(Tracer& tracer, const std::vector<PyObject*>& types) {
   Args items;
@@ -167,9 +191,10 @@ std::optional<std::pair<ValuePtr, ValuePtr>> SubclassDispatchSwitchValue::enter_
 }
 
 void note_real_tensor(Tracer& tracer, PyObject* tensor) {
-  if (tracer.torch_function_inlined || Py_TYPE(tensor) == reinterpret_cast<PyTypeObject*>(Bridge::get().tensor_type.get()))
-    return;
-  if (ask(TorchFunctionBridge::get().dispatches, (PyObject*)Py_TYPE(tensor))) tracer.torch_function_inlined = true;
+  PyObject* cls = (PyObject*)Py_TYPE(tensor);
+  if (is_torch_class(cls)) return;
+  guarded_override(tracer, cls);  // the trace models (or skips) dispatch for the override it has now
+  if (ask(TorchFunctionBridge::get().dispatches, cls)) tracer.torch_function_inlined = true;
 }
 
 ValuePtr as_subclass(Tracer& tracer, const ValuePtr& tensor, const ValuePtr& cls) {
@@ -198,8 +223,8 @@ ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target,
   if (!tracer.torch_function_subclass_enabled) return nullptr;
   if (op != graph::Op::CallFunction && op != graph::Op::CallMethod) return nullptr;
   std::vector<PyObject*> types;
-  for (const ValuePtr& arg : args) collect_overloaded(arg, types);
-  for (const auto& [name, value] : kwargs) collect_overloaded(value, types);
+  for (const ValuePtr& arg : args) collect_overloaded(tracer, arg, types);
+  for (const auto& [name, value] : kwargs) collect_overloaded(tracer, value, types);
   if (types.empty()) return nullptr;
   tracer.torch_function_inlined = true;
   const TorchFunctionBridge& bridge = TorchFunctionBridge::get();
@@ -212,16 +237,16 @@ ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target,
   ValuePtr types_tuple = types_value(tracer, types);
   for (PyObject* cls : types) {
     ValuePtr result;
-    if (ask(bridge.has_default_override, cls)) {
+    PyObject* override = guarded_override(tracer, cls);
+    if (is_default_torch_function(override)) {
       result = run_default(tracer, cls, func, *types_tuple->unpack(tracer), args, kwargs);
     } else {
-      ValuePtr handler = class_value(tracer, cls)->get_attr(tracer, "__torch_function__");
       // Only an override written in Python is inlined; anything else would be recorded as a
       // call of the override itself.
-      auto* method = dynamic_cast<BoundMethodValue*>(handler.get());
-      if (method == nullptr || !dynamic_cast<UserFunctionValue*>(method->function.get()))
+      if (!PyFunction_Check(override))
         unsupported("unsupported_call", "the __torch_function__ of " + py_repr(cls) + " is not a Python classmethod (" +
-                                            handler->repr() + ")");
+                                            py_repr(override) + ")");
+      ValuePtr handler = class_value(tracer, cls)->get_attr(tracer, "__torch_function__");
       TorchFunctionSubclassOff off(tracer);
       result = handler->call(tracer, {func, types_tuple, std::make_shared<SequenceValue>(false, args), kwargs_value(kwargs)}, {});
     }
