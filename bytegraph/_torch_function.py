@@ -73,14 +73,18 @@ def leaves_unconverted(func) -> bool:
         return False
 
 
+def _plain(values):
+    return [torch.Tensor.as_subclass(value, torch.Tensor)
+            if isinstance(value, torch.Tensor) and dispatches(type(value)) else value
+            for value in values]
+
+
 def plain_inputs(example_inputs):
     """The graph's inputs with tensors of dispatching subclasses as plain tensors (aliases
     sharing their data and autograd history): the graph's ops are the overrides' results
     already, and a backend must see tensors it knows."""
     with torch._C.DisableTorchFunctionSubclass():  # as_subclass itself would dispatch
-        return [torch.Tensor.as_subclass(value, torch.Tensor)
-                if isinstance(value, torch.Tensor) and dispatches(type(value)) else value
-                for value in example_inputs]
+        return _plain(example_inputs)
 
 
 def without_subclass_dispatch(compiled):
@@ -89,7 +93,7 @@ def without_subclass_dispatch(compiled):
 
     def run(*args):
         with torch._C.DisableTorchFunctionSubclass():
-            return compiled(*plain_inputs(args))
+            return compiled(*_plain(args))
 
     run.__wrapped__ = compiled
     return run

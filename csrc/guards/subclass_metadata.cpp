@@ -25,7 +25,7 @@ class SubclassMetadataMatch final : public LeafGuard {
  public:
   explicit SubclassMetadataMatch(PyObject* tensor) : type_(py::Ref<>::newref((PyObject*)Py_TYPE(tensor))) {
     py::Ref<> flat = flatten(tensor);
-    names_ = bytegraph::check(PySequence_Tuple(PyTuple_GET_ITEM(flat.get(), 0)));
+    names_ = py::Ref<>::newref(PyTuple_GET_ITEM(flat.get(), 0));
     metadata_ = py::Ref<>::newref(PyTuple_GET_ITEM(flat.get(), 1));
     py::Ref<> custom = py::Ref<>::steal(PyObject_GetAttrString(type_.get(), "__metadata_guard__"));
     if (!custom) PyErr_Clear();
@@ -54,10 +54,10 @@ class SubclassMetadataMatch final : public LeafGuard {
     // TENSOR_MATCH on the same value checks its type first; this check may run before it.
     if ((PyObject*)Py_TYPE(value) != type_.get()) return "type differs from the traced subclass";
     py::Ref<> flat = flatten(value);
-    py::Ref<> names = bytegraph::check(PySequence_Tuple(PyTuple_GET_ITEM(flat.get(), 0)));
-    int same_names = PyObject_RichCompareBool(names.get(), names_.get(), Py_EQ);
+    PyObject* names = PyTuple_GET_ITEM(flat.get(), 0);  // a list of strings, compared as it is
+    int same_names = PyObject_RichCompareBool(names, names_.get(), Py_EQ);
     if (same_names < 0) throw_python_error();
-    if (same_names == 0) return "inner tensors: expected " + short_repr(names_.get()) + ", got " + short_repr(names.get());
+    if (same_names == 0) return "inner tensors: expected " + short_repr(names_.get()) + ", got " + short_repr(names);
     PyObject* metadata = PyTuple_GET_ITEM(flat.get(), 1);
     int same;
     if (metadata_guard_) {

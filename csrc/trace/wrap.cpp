@@ -231,7 +231,9 @@ void Tracer::guard_wrapper_subclass(PyObject* real, const SourcePtr& source) {
   // A traceable wrapper subclass (__tensor_flatten__) is compiled, by AOTAutograd and the
   // fakes, for its metadata and the layout of its inner tensors: both are guarded, each inner
   // tensor where the class keeps it.
-  if (!PyObject_HasAttrString((PyObject*)Py_TYPE(real), "__tensor_flatten__")) return;
+  // torch.Tensor and nn.Parameter (every plain input and weight) are no wrapper subclasses.
+  if (!guards::TensorMeta::get().dispatches(real) || !PyObject_HasAttrString((PyObject*)Py_TYPE(real), "__tensor_flatten__"))
+    return;
   guards.add(GuardLog::Kind::SubclassMetadata, source, real);
   guards::SubclassDispatchOff undispatched(real);
   py::Ref<> flat = check(PyObject_CallMethod(real, "__tensor_flatten__", nullptr));

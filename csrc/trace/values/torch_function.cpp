@@ -67,7 +67,7 @@ void collect_overloaded(Tracer& tracer, const ValuePtr& value, std::vector<PyObj
   }
   if (!value->is_tensor()) return;
   PyObject* cls = value->python_type();
-  if (cls == Bridge::get().tensor_type.get()) return;
+  if (is_torch_class(cls)) return;
   for (PyObject* known : types)
     if (known == cls) return;
   if (!ask(TorchFunctionBridge::get().dispatches, cls)) {
@@ -84,8 +84,6 @@ void collect_overloaded(Tracer& tracer, const ValuePtr& value, std::vector<PyObj
 }
 
 ValuePtr class_value(Tracer& tracer, PyObject* cls) { return tracer.wrap(cls, guards::class_source(cls)); }
-
-
 
 ValuePtr types_value(Tracer& tracer, const std::vector<PyObject*>& types) {
   Args items;
@@ -108,13 +106,13 @@ ValuePtr retyped(const TensorValue& tensor, PyObject* cls) {
 }
 
 // `ret.as_subclass(cls)` for each tensor of `result` not already a `cls` (torch's _convert).
-ValuePtr convert(Tracer& tracer, const ValuePtr& result, PyObject* cls) {
+ValuePtr convert(const ValuePtr& result, PyObject* cls) {
   if (auto* tensor = dynamic_cast<TensorValue*>(result.get()))
     return is_subclass(tensor->python_type(), cls) ? result : retyped(*tensor, cls);
   if (auto* sequence = dynamic_cast<SequenceValue*>(result.get())) {
     if (!sequence->mutable_here() && sequence->source()) return result;
     Args items;
-    for (const ValuePtr& item : sequence->items) items.push_back(convert(tracer, item, cls));
+    for (const ValuePtr& item : sequence->items) items.push_back(convert(item, cls));
     auto converted = std::make_shared<SequenceValue>(sequence->is_list(), std::move(items));
     converted->tuple_type = sequence->tuple_type.copy();
     return converted;
@@ -142,12 +140,8 @@ ValuePtr run_default(Tracer& tracer, PyObject* cls, const ValuePtr& func, const 
   }
   PyObject* callable = object_of(func);
   if (callable != nullptr && ask(TorchFunctionBridge::get().leaves_unconverted, callable)) return result;
-  return convert(tracer, result, cls);
+  return convert(result, cls);
 }
-
-}  // namespace
-
-namespace {
 
 // The block's __exit__: dispatch back as it was. Planned as a grad-mode exit that cannot be
 // re-entered (plan_writer): a break inside the block does not split the frame.
