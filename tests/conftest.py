@@ -45,6 +45,15 @@ def _stack_effects_checked():
 
 
 @pytest.fixture
+def fresh_cache():
+    """No compiled entry and no recorded state from another test (bytegraph.reset) before and
+    after the test. Files opt in with `pytestmark = pytest.mark.usefixtures("fresh_cache")`."""
+    bytegraph.reset()
+    yield
+    bytegraph.reset()
+
+
+@pytest.fixture
 def verified():
     """A fresh bytegraph cache around the test, and every compiled call run eagerly beside it
     on copies of its arguments (config.verify_correctness): a difference raises. Test files of

@@ -36,11 +36,7 @@ class FakeFrameHook:
         self.skipped.append(code)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 @pytest.fixture

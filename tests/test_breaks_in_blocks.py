@@ -11,11 +11,7 @@ import bytegraph
 from bytegraph.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def compiled_with_counter(fn):

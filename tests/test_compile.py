@@ -14,11 +14,7 @@ from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
 from capture_cases import ALL_CASES, Net
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def _clone(value):

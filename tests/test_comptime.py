@@ -18,11 +18,7 @@ from bytegraph.comptime import ComptimeContext, ComptimeVar
 from bytegraph.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def _inputs():

@@ -11,11 +11,7 @@ from bytegraph.testing import CompileCounter
 from tests._capture import breaks
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def _same(expected, actual):

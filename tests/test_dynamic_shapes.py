@@ -14,11 +14,7 @@ import bytegraph
 from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def sweep(fn, calls, backend=None, **compile_options):

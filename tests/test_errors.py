@@ -18,11 +18,7 @@ from bytegraph.exc import BackendCompilerFailed, GraphBreakError, InternalError
 from bytegraph.testing import CompileCounter, same
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def add_one(x):

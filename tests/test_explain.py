@@ -15,11 +15,7 @@ from bytegraph.examples import foo1, foo2
 from bytegraph.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def _line(fn, text):

@@ -40,11 +40,7 @@ def _target_name(target):
     return target if isinstance(target, str) else getattr(target, "__name__", str(target))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_state():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def assert_same(result, expected):

@@ -22,11 +22,7 @@ from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
 X = torch.randn(2, 3)
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def check_state_change(build, *, recompiles=True):

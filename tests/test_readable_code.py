@@ -12,11 +12,7 @@ from bytegraph import _readable_code
 from bytegraph.examples import foo1
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def _generated_code_of(fn, *args):

@@ -9,11 +9,7 @@ import bytegraph
 from bytegraph.testing import CompileCounterWithBackend
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def scale_by_item(x, y):

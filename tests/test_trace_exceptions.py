@@ -15,11 +15,7 @@ from bytegraph.testing import CompileCounter, same
 X = torch.randn(3)
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
 
 def check(fn, *args, ops=None):
