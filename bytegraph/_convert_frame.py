@@ -520,7 +520,7 @@ def graph_break_error(kind, message, user_stack, code):
         if line_part.isdigit():
             filename, lineno = file_part, int(line_part)
     source_line = linecache.getline(filename, lineno)
-    return exc.graph_break_error_type()(
+    return exc.raised_type(exc.GraphBreakError)(
         kind, message, user_stack, filename=filename, lineno=lineno, source_line=source_line,
         hint=_C.break_hint(kind),
     )

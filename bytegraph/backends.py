@@ -26,7 +26,7 @@ import typing
 import torch
 import torch.fx
 
-from bytegraph import _input_aliasing, _logging, config
+from bytegraph import _input_aliasing, _logging, config, exc
 from bytegraph.eval_frame import DISABLE_MARK, frame_hook
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
@@ -420,10 +420,10 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
         with _tracing_context(fake_mode, compiler_fn, example_inputs), _logging.output_code_capture(graph_name, name):
             compiled = compiler_fn(gm, example_inputs)
     except Exception as error:
-        raise BackendCompilerFailed(name, graph_name, error) from error
+        raise exc.raised_type(BackendCompilerFailed)(name, graph_name, error) from error
     if not callable(compiled):
         error = TypeError(f"the backend returned {type(compiled).__name__}, which is not callable")
-        raise BackendCompilerFailed(name, graph_name, error) from error
+        raise exc.raised_type(BackendCompilerFailed)(name, graph_name, error) from error
     if compiler_fn is not eager:  # eager runs the graph's ops on the real tensors: any aliasing is right
         compiled = _input_aliasing.guarded(compiled, gm, example_inputs)
     return _checked_graph_call(compiled, expected_outputs, name, graph_name)
@@ -461,7 +461,7 @@ def _checked_graph_call(compiled, expected, backend_name_, graph_name):
             if not isinstance(outputs, (tuple, list)) or len(outputs) != expected:
                 got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else type(outputs).__name__
                 error = TypeError(f"the compiled graph returned {got}; the graph has {expected} outputs (a tuple)")
-                raise BackendCompilerFailed(backend_name_, graph_name, error) from None
+                raise exc.raised_type(BackendCompilerFailed)(backend_name_, graph_name, error) from None
             checked = True
         return outputs
 

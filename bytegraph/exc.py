@@ -36,9 +36,12 @@ class BackendCompilerFailed(BytegraphError):
         self.backend_name = backend_name
         self.graph_name = graph_name
         self.inner_exception = inner_exception
-        super().__init__(
+        # Not super(): under `python -m bytegraph run` a subclass is also torch's
+        # BackendCompilerFailed, whose __init__ takes other arguments.
+        RuntimeError.__init__(
+            self,
             f"backend {backend_name!r} failed to compile graph {graph_name!r}: "
-            f"{type(inner_exception).__name__}: {inner_exception}"
+            f"{type(inner_exception).__name__}: {inner_exception}",
         )
 
 
@@ -68,21 +71,23 @@ class GraphBreakError(BytegraphError, Unsupported):
         super().__init__(f"graph break under fullgraph=True ({kind}): {reason}{where}{code}{tip}")
 
 
-# What a fullgraph break raises: GraphBreakError, or under `python -m bytegraph run` a subclass
-# that is also torch._dynamo.exc.Unsupported (so code written for torch.compile catches it).
-_graph_break_error_type = GraphBreakError
+# What bytegraph raises for a fullgraph break and for a failing backend: the class itself, or
+# under `python -m bytegraph run` a subclass that is also torch._dynamo.exc's class of that
+# meaning (Unsupported, BackendCompilerFailed), so code written for torch.compile catches it.
+_raised_types = {}
 
 
-def graph_break_error_type():
-    return _graph_break_error_type
+def raised_type(error_type):
+    """The class bytegraph raises where it means `error_type`."""
+    return _raised_types.get(error_type, error_type)
 
 
-def set_graph_break_error_type(error_type):
-    """Installs a GraphBreakError subclass as what fullgraph breaks raise; returns the previous one."""
-    global _graph_break_error_type
-    if not issubclass(error_type, GraphBreakError):
-        raise TypeError(f"{error_type!r} is not a subclass of GraphBreakError")
-    previous, _graph_break_error_type = _graph_break_error_type, error_type
+def set_raised_type(error_type, subclass):
+    """Installs `subclass` as what bytegraph raises for `error_type`; returns the previous one."""
+    if not issubclass(subclass, error_type):
+        raise TypeError(f"{subclass!r} is not a subclass of {error_type.__name__}")
+    previous = raised_type(error_type)
+    _raised_types[error_type] = subclass
     return previous
 
 

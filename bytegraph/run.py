@@ -127,7 +127,9 @@ class Routing:
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replacements]
         for owner, name, replacement in replacements:
             setattr(owner, name, replacement)
-        self._saved_error_type = bytegraph.exc.set_graph_break_error_type(_torch_compatible_graph_break_error())
+        self._saved_error_types = [
+            (base, bytegraph.exc.set_raised_type(base, compatible)) for base, compatible in _torch_compatible_errors()
+        ]
         for setting, torch_name in _LINKED_SETTINGS.items():
             if hasattr(torch._dynamo.config, torch_name):
                 bytegraph.config.link(setting, torch._dynamo.config, torch_name)
@@ -139,7 +141,8 @@ class Routing:
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved = []
-        bytegraph.exc.set_graph_break_error_type(self._saved_error_type)
+        for base, previous in self._saved_error_types:
+            bytegraph.exc.set_raised_type(base, previous)
 
 
 # bytegraph.config settings that read torch._dynamo.config's of the same meaning.
@@ -156,10 +159,11 @@ _LINKED_SETTINGS = {
 }
 
 
-def _torch_compatible_graph_break_error():
-    """GraphBreakError that is also torch._dynamo.exc.Unsupported, for code that catches that."""
+def _torch_compatible_errors():
+    """(bytegraph's error class, a subclass that is also torch._dynamo.exc's of that meaning),
+    for code that catches torch's."""
     import torch._dynamo.exc
-    from bytegraph.exc import GraphBreakError
+    from bytegraph.exc import BackendCompilerFailed, GraphBreakError
 
     class TorchCompatibleGraphBreakError(GraphBreakError, torch._dynamo.exc.Unsupported):
         def __init__(self, *args, **kwargs):
@@ -169,9 +173,14 @@ def _torch_compatible_graph_break_error():
             self.real_stack = []
             self.category = None
 
-    TorchCompatibleGraphBreakError.__name__ = TorchCompatibleGraphBreakError.__qualname__ = "GraphBreakError"
-    TorchCompatibleGraphBreakError.__module__ = "bytegraph.exc"
-    return TorchCompatibleGraphBreakError
+    class TorchCompatibleBackendCompilerFailed(BackendCompilerFailed, torch._dynamo.exc.BackendCompilerFailed):
+        pass  # torch's reads backend_name and inner_exception, which bytegraph's sets
+
+    pairs = ((GraphBreakError, TorchCompatibleGraphBreakError), (BackendCompilerFailed, TorchCompatibleBackendCompilerFailed))
+    for base, compatible in pairs:
+        compatible.__name__ = compatible.__qualname__ = base.__name__
+        compatible.__module__ = "bytegraph.exc"
+    return pairs
 
 
 def _environment_from_torch():

@@ -86,7 +86,7 @@ def test_run_honours_torch_logs_spellings(tmp_path):
     assert re.search(r"^f \[0/0\] +1 ", done.stderr, re.MULTILINE)  # --compile-times
 
 
-def test_routing_replaces_torch_entry_points_and_restores_them():
+def test_routing_replaces_torch_entry_points_and_restores_them(fresh_cache):
     original = (torch.compile, torch._dynamo.optimize, torch.compiler.is_compiling, torch.compiler.disable)
     routing = run.Routing()
     try:
@@ -115,6 +115,15 @@ def test_routing_replaces_torch_entry_points_and_restores_them():
 
         with pytest.raises(bytegraph.exc.GraphBreakError):
             torch._dynamo.optimize_assert(counter)(breaks)(torch.ones(2))
+
+        # Code that catches torch's errors catches bytegraph's of the same meaning.
+        def broken_backend(gm, example_inputs):
+            raise ValueError("kaboom")
+
+        with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="kaboom") as failure:
+            torch.compile(f, backend=broken_backend)(torch.ones(3))
+        assert isinstance(failure.value, bytegraph.exc.BackendCompilerFailed)
+        assert isinstance(failure.value.inner_exception, ValueError)
     finally:
         routing.restore()
         bytegraph.reset()
