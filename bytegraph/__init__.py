@@ -11,7 +11,7 @@ from bytegraph._logging import set_logs
 from bytegraph.comptime import comptime
 from bytegraph.explain import explain
 from bytegraph.api import compile, compile_times, graph_break, list_backends, optimize, reset, set_trace_dir
-from bytegraph._dynamic import mark_dynamic, mark_static, maybe_mark_dynamic
+from bytegraph._dynamic import mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
 from bytegraph.eval_frame import disable
 from bytegraph.graph_rules import allow_in_graph, disallow_in_graph, is_compiling
 from bytegraph.stance import set_stance
@@ -35,6 +35,7 @@ __all__ = [
     "list_backends",
     "mark_dynamic",
     "mark_static",
+    "mark_unbacked",
     "maybe_mark_dynamic",
     "optimize",
     "reset",

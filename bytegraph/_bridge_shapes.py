@@ -11,6 +11,8 @@ and ints they read (see `shape_guards`).
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import functools
 import logging
@@ -63,7 +65,12 @@ class _Tracked:
     strict: tuple = ()  # dims marked with mark_dynamic
 
 
-_DIM_DYNAMIC = {"static": DimDynamic.STATIC, "dynamic": DimDynamic.DYNAMIC, "duck": DimDynamic.DUCK}
+_DIM_DYNAMIC = {
+    "static": DimDynamic.STATIC,
+    "dynamic": DimDynamic.DYNAMIC,
+    "duck": DimDynamic.DUCK,
+    "unbacked": DimDynamic.UNBACKED,
+}
 
 
 def _free_symbols(values):
@@ -124,8 +131,12 @@ class Shapes:
             dynamic_sizes=[_DIM_DYNAMIC[spec.kind] for spec in dims],
             constraint_sizes=constraints,
         )
+        # An unbacked input size is bound by the input itself, not by an op of the graph that
+        # would have to return it.
+        unbacked = any(spec.kind == "unbacked" for spec in dims)
         try:
-            fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
+            with self.env.ignore_fresh_unbacked_symbols() if unbacked else contextlib.nullcontext():
+                fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
         except ConstraintViolationError as error:  # a marked size outside its mark_dynamic bounds
             raise ConstraintViolation(f"{name}: {error}") from None
         lifted = [("size", dim, size) for dim, size in enumerate(fake.shape) if symbol_name(size) is not None]

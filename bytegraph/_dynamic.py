@@ -26,7 +26,7 @@ from bytegraph._shape_spec import DimSpec
 
 log = logging.getLogger("bytegraph.dynamic")
 
-__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static"]
+__all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked"]
 
 
 # ---- marks ----------------------------------------------------------------------------------
@@ -79,8 +79,19 @@ def mark_static(t, index):
         decorators.mark_static(t, dim)
 
 
+def mark_unbacked(t, index):
+    """Compile dimension(s) `index` of `t` with an unbacked symbolic size: no guard on its
+    value and no specialisation to 0 or 1, so every size reuses the compile; code that
+    branches on it is a graph break (an error under fullgraph)."""
+    from torch._dynamo import decorators
+
+    for dim in _dims(t, index, "mark_unbacked"):
+        decorators.mark_unbacked(t, dim)
+
+
 def _marks(t):
-    """(strict dynamic dims, weak dynamic dims, static dims, {dim: (min, max)}) of a tensor."""
+    """(strict dynamic dims, weak dynamic dims, static dims, {dim: (min, max)}, unbacked dims)
+    of a tensor."""
     strict = getattr(t, "_dynamo_dynamic_indices", None) or ()
     weak = set(getattr(t, "_dynamo_weak_dynamic_indices", None) or ())
     weak |= set(getattr(t, "_dynamo_propagated_dynamic_indices", None) or ())
@@ -88,7 +99,9 @@ def _marks(t):
     ranges = {}
     for entry in getattr(t, "_dynamo_dynamic_range", None) or ():
         ranges[getattr(entry, "dim", None)] = (getattr(entry, "min", None), getattr(entry, "max", None))
-    return set(strict), weak, set(static), ranges
+    unbacked = set(getattr(t, "_dynamo_unbacked_indices", None) or ())
+    unbacked |= set(getattr(t, "_dynamo_strict_unbacked_indices", None) or ())
+    return set(strict), weak, set(static), ranges, unbacked
 
 
 # ---- what each code object has seen ----------------------------------------------------------
@@ -134,6 +147,14 @@ def _static_parameter(t):
     return config.force_parameter_static_shapes and isinstance(t, torch.nn.Parameter)
 
 
+def _automatic_kind():
+    # Checked here too: under `bytegraph run` the setting reads torch's, which nothing validated.
+    kind = config.automatic_dynamic_shapes_mark_as
+    if kind not in ("dynamic", "unbacked"):
+        raise ValueError(f"config.automatic_dynamic_shapes_mark_as = {kind!r}: expected 'dynamic' or 'unbacked'")
+    return kind
+
+
 class ShapePolicy:
     """What one compile of a code object makes symbolic. `dynamic` is the compile's
     `dynamic=` setting; `state` the code object's FrameShapes (updated as inputs are seen)."""
@@ -145,14 +166,16 @@ class ShapePolicy:
     def tensor_dims(self, name, t):
         """A DimSpec per dimension of input tensor `t` (source `name`), or None if all static."""
         ndim = t.dim()
-        strict, weak, static, ranges = _marks(t)
-        if not (strict or weak) and (self.dynamic is False or _static_parameter(t)):
+        strict, weak, static, ranges, unbacked = _marks(t)
+        if not (strict or weak or unbacked) and (self.dynamic is False or _static_parameter(t)):
             return None
         seen = self._update_sizes(name, t)
         specs = []
         for dim in range(ndim):
             if dim in static:
                 specs.append(DimSpec("static"))
+            elif dim in unbacked:
+                specs.append(DimSpec("unbacked", "marked with mark_unbacked"))
             elif dim in strict:
                 low, high = ranges.get(dim, (None, None))
                 specs.append(DimSpec("dynamic", "marked with mark_dynamic", strict=True, min=low, max=high))
@@ -160,7 +183,7 @@ class ShapePolicy:
                 specs.append(DimSpec("dynamic", "marked with maybe_mark_dynamic"))
             elif seen is not None and seen[dim] is not None:
                 # Seen to change: its own symbol, not one shared with whatever size it has now.
-                specs.append(DimSpec("dynamic", seen[dim]))
+                specs.append(DimSpec(_automatic_kind(), seen[dim]))
             elif self._dynamic_from_the_start():
                 specs.append(DimSpec("duck", "dynamic=True" if self.dynamic else "config.assume_static_by_default = False"))
             else:

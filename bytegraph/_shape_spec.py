@@ -18,8 +18,10 @@ class ConstraintViolation(Exception):
 
 @dataclasses.dataclass
 class DimSpec:
-    """How one dimension of an input is made: kind is "static", "dynamic" or "duck" (dynamic,
-    sharing a symbol with any other duck dimension of the same size); `strict` for
+    """How one dimension of an input is made: kind is "static", "dynamic", "duck" (dynamic,
+    sharing a symbol with any other duck dimension of the same size) or "unbacked" (a symbol
+    with no value to guard or branch on: mark_unbacked, or automatic dynamic under
+    config.automatic_dynamic_shapes_mark_as = "unbacked"); `strict` for
     mark_dynamic (specialising it is an error); min/max bound it; `why` is for the log."""
 
     kind: str

@@ -26,6 +26,10 @@ _SETTINGS = {
     "capture_scalar_outputs": (False, "keep .item() and .tolist() in the graph (as symbols the data decides) "
                                       "instead of breaking there; always so under fullgraph"),
     "automatic_dynamic_shapes": (True, "recompile with dynamic sizes once a size changes"),
+    "automatic_dynamic_shapes_mark_as": ("dynamic", "what a size seen to change becomes: \"dynamic\" (a symbol "
+                                                    "whose value the guards see; sizes 0 and 1 stay static) or "
+                                                    "\"unbacked\" (a symbol nothing may branch on; any size, "
+                                                    "0 and 1 included, reuses the compile)"),
     "force_parameter_static_shapes": (True, "nn.Parameter inputs keep static sizes (a new shape recompiles) "
                                             "unless marked with mark_dynamic"),
     "assume_static_by_default": (True, "compile with static sizes first (False: sizes and ints are dynamic "
@@ -36,6 +40,9 @@ _SETTINGS = {
                            "boundaries (torch's DDPOptimizer) so each bucket's all-reduce overlaps the "
                            "rest of the backward"),
 }
+
+# Settings whose value is one of a few strings.
+_CHOICES = {"automatic_dynamic_shapes_mark_as": ("dynamic", "unbacked")}
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
@@ -64,6 +71,8 @@ def _check(name, value):
     expected = type(default)
     if type(value) is not expected:
         raise TypeError(f"bytegraph.config.{name} must be {expected.__name__}, got {type(value).__name__}")
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise ValueError(f"bytegraph.config.{name} must be one of {_CHOICES[name]}, got {value!r}")
 
 
 # Settings read from (and written to) another config while linked: `bytegraph run` links the

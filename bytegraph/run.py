@@ -150,6 +150,7 @@ _LINKED_SETTINGS = {
     "cache_size_limit": "recompile_limit",
     "accumulated_cache_size_limit": "accumulated_recompile_limit",
     "automatic_dynamic_shapes": "automatic_dynamic_shapes",
+    "automatic_dynamic_shapes_mark_as": "automatic_dynamic_shapes_mark_as",
     "assume_static_by_default": "assume_static_by_default",
     "force_parameter_static_shapes": "force_parameter_static_shapes",
     "capture_scalar_outputs": "capture_scalar_outputs",

@@ -323,6 +323,40 @@ def test_mark_dynamic_specialised_by_the_code_is_an_error():
         bytegraph.compile(unrolled, backend="eager")(x)
 
 
+def test_automatic_dynamic_as_unbacked_reuses_the_compile_for_sizes_one_and_zero():
+    with bytegraph.config.patch(automatic_dynamic_shapes_mark_as="unbacked"):
+        counter = sweep(batch, batches([3, 2, 1, 0, 5], 4))
+    assert counter.frame_count == 2  # not one per size 1 and 0 as with backed symbols
+    assert symbolic_sizes(counter.graphs[1]) == {"x": ["u0", "4"]}
+
+
+def test_automatic_dynamic_mark_as_rejects_other_kinds():
+    with pytest.raises(ValueError, match="must be one of"):
+        bytegraph.config.automatic_dynamic_shapes_mark_as = "oblivious"
+
+
+def test_mark_unbacked_compiles_once_and_a_branch_on_it_is_a_break():
+    def total(x):
+        return x.sum(0) + x.shape[0]
+
+    calls = []
+    for n in (3, 1, 0, 7):
+        x = torch.randn(n, 2)
+        bytegraph.mark_unbacked(x, 0)
+        calls.append((x,))
+    counter = sweep(total, calls, fullgraph=True)
+    assert counter.frame_count == 1 and counter.op_count == 2
+
+    def branches(x):
+        return x + 1 if x.shape[0] > 2 else x - 1
+
+    x = torch.randn(4)
+    bytegraph.mark_unbacked(x, 0)
+    with pytest.raises(bytegraph.exc.GraphBreakError, match=r"data_dependent_branch.*u0 > 2.*unbacked size"):
+        bytegraph.compile(branches, backend="eager", fullgraph=True)(x)
+    assert same(bytegraph.compile(branches, backend="eager")(x), x + 1)
+
+
 def test_maybe_mark_dynamic_may_be_specialised():
     def unrolled(x):
         for i in range(x.shape[0]):

@@ -43,12 +43,12 @@ struct SymBridge {
 py::Ref<> text(const std::string& value) { return check(PyUnicode_FromString(value.c_str())); }
 
 // A failed question to the ShapeEnv: a break when only the data could answer it (a symbol
-// read from a tensor by `.item()`), else the Python error it is.
+// read from a tensor by `.item()`, or an input size marked unbacked), else the Python error it is.
 [[noreturn]] void data_dependent_failure(const char* kind, const std::string& what, PyObject* number) {
   bool data_dependent = PyErr_ExceptionMatches(Bridge::get().data_dependent_error.get()) ||
                         PyErr_ExceptionMatches(SymBridge::get().data_dependent_guard.get());
   PythonError error = PythonError::fetch();
-  if (data_dependent) unsupported(kind, what + py_str(number) + ", a value read from tensor data");
+  if (data_dependent) unsupported(kind, what + py_str(number) + ", which has no value while tracing (read from tensor data, or an unbacked size)");
   throw error;
 }
 
