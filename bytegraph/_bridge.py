@@ -251,8 +251,8 @@ def _unbacked_bindings(number):
 
 
 def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list):
-    """Materialises the C++ graph: `nodes` are (op, target, args, kwargs, name, fake, stack_trace)
-    in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
+    """Materialises the C++ graph: `nodes` are (op, target, args, kwargs, name, fake, stack_trace,
+    local_name) in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
     objects; `outputs` is a tuple of NodeRefs; NodeRef(i) is the positions[i]-th node."""
     root = torch.nn.Module()
     for name, obj in attrs.items():
@@ -266,11 +266,15 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
             setattr(root, name, obj)
     graph = torch.fx.Graph()
     created = []
-    for op, target, args, kwargs, name, fake, stack_trace in nodes:
+    for op, target, args, kwargs, name, fake, stack_trace, local_name in nodes:
         fx_nodes = _Remap(created, positions)
         args = _map_refs(args, fx_nodes)
         kwargs = _map_refs(kwargs, fx_nodes)
         node = graph.create_node(op, target, args, kwargs, name=name or None)
+        if local_name:
+            # Named by default first, then after the local, as torch.compile's graphs are: the
+            # default name stays taken (a later op of that kind gets a suffix).
+            node._rename(local_name)
         if fake is not None:
             node.meta["example_value"] = fake
             if isinstance(fake, _SYMBOLIC) and free_unbacked_symbols(fake):

@@ -140,7 +140,8 @@ def _strip_location(message):
 
 
 def _symbolic_inputs(gm):
-    """`s0: Sym(s0), x: f32[s0, 3]` for a graph with symbolic sizes; empty for a static one."""
+    """`s0: Sym(s0), L_x_: f32[s0, 3]` (forward's parameters) for a graph with symbolic sizes;
+    empty for a static one."""
     import torch
 
     symbolic_types = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -151,10 +152,10 @@ def _symbolic_inputs(gm):
         value = node.meta.get("example_value")
         if isinstance(value, symbolic_types):
             symbolic = True
-            parts.append(f"{node.name}: Sym({value})")
+            parts.append(f"{node.target}: Sym({value})")
         elif isinstance(value, torch.Tensor):
             symbolic = symbolic or any(isinstance(size, torch.SymInt) for size in value.shape)
-            parts.append(f"{node.name}: {_bridge.describe_fake(value)}")
+            parts.append(f"{node.target}: {_bridge.describe_fake(value)}")
     return ", ".join(parts) if symbolic else ""
 
 

@@ -59,7 +59,7 @@ def test_seed_net_graph_has_call_module_and_relu():
     assert ops[0][0] == "placeholder"
     assert ("call_module", "self_fc") in ops
     assert any(op == "call_function" and "relu" in target for op, target in ops)
-    assert [n.name for n in graphs[0].graph.nodes if n.op == "placeholder"] == ["x"]
+    assert [(n.name, n.target) for n in graphs[0].graph.nodes if n.op == "placeholder"] == [("l_x_", "L_x_")]
     readable = graphs[0].print_readable(print_output=False)
     assert "code: x = self.fc(x)" in readable
 

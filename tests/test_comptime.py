@@ -85,8 +85,8 @@ def test_print_locals_lists_bound_locals_with_their_symbolic_values(capsys):
 
     _compile_and_check(f, *_inputs())
     assert capsys.readouterr().out.splitlines() == [
-        "a = TensorVariable(a: f32[2, 3])",
-        "b = TensorVariable(b: f32[2, 3])",
+        "a = TensorVariable(l_a_: f32[2, 3])",
+        "b = TensorVariable(l_b_: f32[2, 3])",
         "n = ConstantVariable(3)",
         "x = TensorVariable(add: f32[2, 3])",
     ]
@@ -112,7 +112,7 @@ def test_print_graph_shows_the_ops_recorded_so_far(capsys):
 
     _compile_and_check(f, *_inputs())
     text = capsys.readouterr().out
-    assert "def forward(self, a" in text
+    assert "def forward(self, L_a_" in text
     assert "torch.sin(a)" in text
     assert "torch.cos" not in text  # recorded after the comptime call
 
@@ -129,7 +129,7 @@ def test_graph_returns_the_fx_graph_so_far():
     (graph,) = graphs
     assert isinstance(graph, torch.fx.Graph)
     ops = [(node.op, node.target) for node in graph.nodes if node.op != "output"]
-    assert ops[:2] == [("placeholder", "a"), ("placeholder", "b")]
+    assert ops[:2] == [("placeholder", "L_a_"), ("placeholder", "L_b_")]
     assert [op for op in ops if op[0].startswith("call")] == [("call_function", __import__("operator").mul)]
 
 
@@ -183,7 +183,7 @@ def test_print_value_stack_shows_a_method_being_called(capsys):
 
     _compile_and_check(f, *_inputs())
     lines = capsys.readouterr().out.splitlines()
-    assert "- GetAttrVariable(TensorVariable(a: f32[2, 3]), sum)" in lines
+    assert "- GetAttrVariable(TensorVariable(l_a_: f32[2, 3]), sum)" in lines
 
 
 def test_print_value_stack_at_statement_level_is_empty(capsys):
@@ -264,12 +264,12 @@ def test_get_local_comptime_var_api():
 
     _compile_and_check(f, *_inputs())
     assert checks["x"] == ("TensorVariable(mul: f32[2, 3])", torch.Tensor, True, torch.Size([2, 3]), False)
-    assert isinstance(checks["proxy"], torch.fx.Proxy) and checks["proxy"].node.name == "mul"
+    assert isinstance(checks["proxy"], torch.fx.Proxy) and checks["proxy"].node.name == "x"  # named after the local, as under torch.compile
     assert checks["n"] == ("ConstantVariable(3)", int, 3, True, False)
     assert checks["kinds"] == ["tensor", "constant", "tuple"]
     is_proxy, proxies, is_constant = checks["pair"]
     assert is_proxy and not is_constant
-    assert isinstance(proxies, tuple) and [p.node.name for p in proxies] == ["mul", "b"]
+    assert isinstance(proxies, tuple) and [p.node.name for p in proxies] == ["x", "l_b_"]
 
 
 def test_get_local_with_stacklevel_reads_the_caller():
@@ -381,7 +381,7 @@ def test_comptime_in_a_module_forward(capsys):
     torch.testing.assert_close(bytegraph.compile(m, backend=counter)(x), m(x))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("self = ") and "M" in lines[0]
-    assert lines[1] == "x = TensorVariable(x: f32[2, 3])"
+    assert lines[1] == "x = TensorVariable(l_x_: f32[2, 3])"
     assert lines[2].startswith("h = TensorVariable(") and lines[2].endswith(": f32[2, 4])")
 
 

@@ -16,7 +16,7 @@ def test_demo_is_a_short_tour_of_graphs_guards_breaks_and_timings():
     out = _demo()
     assert "✗" not in out  # every check the tour makes holds
     assert "re-assembled code is byte-identical to CPython's" in out
-    assert "call_module    self_fc" in out and "torch.nn.functional.relu" in out  # the Net graph, as a table
+    assert "call_module    x       self_fc" in out and "torch.nn.functional.relu" in out  # the Net graph, as a table
     assert "TENSOR_MATCH" in out  # its guards
     assert "[bytegraph.recompiles] Recompiling function Net.forward" in out
     assert "size[0]: expected 2, got 5" in out  # a recompilation reason

@@ -32,8 +32,14 @@ def _shape(value):
     return tuple(value.shape) if isinstance(value, torch.Tensor) else value
 
 
+def _input_name(node):
+    """A placeholder's local name: its target is the source's, as torch.compile spells it (`L_x_`)."""
+    target = node.target
+    return target[2:-1] if target.startswith("L_") and target.endswith("_") else target
+
+
 def placeholders(gm):
-    return {node.name: node.meta.get("example_value") for node in gm.graph.nodes if node.op == "placeholder"}
+    return {_input_name(node): node.meta.get("example_value") for node in gm.graph.nodes if node.op == "placeholder"}
 
 
 def symbolic_sizes(gm):
@@ -588,7 +594,7 @@ def test_explain_shows_symbolic_sizes():
     x = torch.randn(4, 3)
     bytegraph.mark_dynamic(x, 0)
     text = str(bytegraph.explain(lambda x: x.view(x.shape[0], -1) * 2)(x))
-    assert "s0: Sym(s0), x: f32[s0, 3]" in text
+    assert "s0: Sym(s0), L_x_: f32[s0, 3]" in text
     assert "SHAPE_GUARD: 2 <= L['x'].size()[0]" in text
 
 
@@ -597,7 +603,7 @@ def test_trace_viewer_shows_symbolic_sizes():
     bytegraph.mark_dynamic(x, 0)
     trace = bytegraph.trace(lambda x: x * x.shape[0], x)
     stacks = [item for step in trace.frames[0].steps for item in step.stack]
-    assert "TensorVariable(x: f32[s0, 3])" in stacks
+    assert "TensorVariable(l_x_: f32[s0, 3])" in stacks
     assert "SymNodeVariable(s0)" in stacks
     assert "SHAPE_GUARD: 2 <= L['x'].size()[0]" in trace.guards
 

@@ -17,7 +17,7 @@ def test_placeholders_are_named_after_sources_and_come_first():
 
     result = check(f, [torch.ones(3), torch.arange(3.0)], torch.ones(3))
     names = [n.name for n in nodes(result, "placeholder")]
-    assert names == ["xs_0", "xs_1", "y", "_SCALE"]
+    assert names == ["l_xs_0_", "l_xs_1_", "l_y_", "g_scale_"]  # as torch.compile names them
     assert result.inputs == ["L['xs'][0]", "L['xs'][1]", "L['y']", "G['_SCALE']"]
     ops = [n.op for n in result.graph_module.graph.nodes]
     assert ops[:4] == ["placeholder"] * 4 and ops[-1] == "output"
@@ -88,7 +88,7 @@ def test_inputs_the_graph_does_not_use_are_not_placeholders():
 
     result = check(f, [torch.ones(2), torch.arange(2.0), torch.zeros(2)], torch.ones(5), torch.ones(2))
     assert result.inputs == ["L['xs'][1]", "L['y']"]
-    assert [n.name for n in nodes(result, "placeholder")] == ["xs_1", "y"]
+    assert [n.name for n in nodes(result, "placeholder")] == ["l_xs_1_", "l_y_"]
     assert any(line.startswith("L['xs']") and "LENGTH" in line.upper() for line in result.guards)
 
 

@@ -111,9 +111,9 @@ def test_resume_graphs_take_the_live_values_as_inputs():
     compiled = bytegraph.compile(foo2, backend=backend)
     compiled(torch.ones(2, 3), -torch.ones(2, 3))
     placeholders = [names for names, _ in backend.graphs]
-    assert placeholders[0] == ["a", "b"]
+    assert placeholders[0] == ["l_a_", "l_b_"]
     # b is dead after the first branch: only a and x reach the resumed graph.
-    assert sorted(placeholders[1]) == ["a", "x"]
+    assert sorted(placeholders[1]) == ["l_a_", "l_x_"]
 
 
 def test_break_state_names_the_stack_and_live_locals():

@@ -81,7 +81,7 @@ def test_trace_lines_show_each_instruction_and_the_symbolic_stack(capsys):
     call = ", ".join(call_prefix("TorchInGraphFunctionVariable(relu)"))
     load_a = next(line for line in trace if re.match(r"TRACE LOAD_FAST\w* \S*\ba\b", line))
     assert load_a.endswith(f" [{call}]")
-    assert f"TRACE BINARY_OP 0 [{call}, TensorVariable(a: f32[2, 3]), TensorVariable(b: f32[2, 3])]" in trace
+    assert f"TRACE BINARY_OP 0 [{call}, TensorVariable(l_a_: f32[2, 3]), TensorVariable(l_b_: f32[2, 3])]" in trace
     assert trace[-1] == "TRACE RETURN_VALUE [TensorVariable(relu: f32[2, 3])]"
     # One line per instruction the interpreter ran (no jumps in add_relu: every instruction).
     import dis
@@ -108,7 +108,7 @@ def test_graph_artifact_shows_a_node_table(capsys):
     header = next(line for line in err.splitlines() if line.startswith("opcode"))
     assert header.split() == ["opcode", "name", "target", "args", "kwargs"]
     rows = [line.split()[:3] for line in err.splitlines() if line.startswith(("placeholder", "call_function"))]
-    assert rows == [["placeholder", "a", "a"], ["placeholder", "b", "b"],
+    assert rows == [["placeholder", "l_a_", "L_a_"], ["placeholder", "l_b_", "L_b_"],
                     ["call_function", "add", "operator.add"], ["call_function", "relu", "torch.relu"]]
     assert "def forward" not in err  # the code is graph_code's
 
@@ -118,7 +118,7 @@ def test_graph_code_artifact_shows_the_graph_as_python(capsys):
     _run(add_relu, torch.ones(2, 3), torch.ones(2, 3))
     err = capsys.readouterr().err
     assert "[bytegraph.graph_code] TRACED GRAPH __compiled_fn_" in err
-    assert 'def forward(self, a: "f32[2, 3]", b: "f32[2, 3]")' in err
+    assert 'def forward(self, L_a_: "f32[2, 3]", L_b_: "f32[2, 3]")' in err
     assert "torch.relu(add)" in err
     assert "opcode" not in err
 

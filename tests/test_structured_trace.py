@@ -104,10 +104,10 @@ def test_graphs_guards_and_generated_code_are_in_each_frame(report):
     _, out = report
     net = _compile_dir(out, 0, 0)
     graph = _read(out, net, "dynamo_output_graph")
-    assert "class GraphModule(torch.nn.Module)" in graph and "self.self_fc(x)" in graph
-    assert "torch.nn.functional.relu(self_fc)" in graph and 'x: "f32[2, 128]"' in graph
+    assert "class GraphModule(torch.nn.Module)" in graph and "= self.self_fc(l_x_)" in graph
+    assert "torch.nn.functional.relu(x)" in graph and 'L_x_: "f32[2, 128]"' in graph
     # The second size made the batch dimension dynamic (automatic dynamic shapes).
-    assert 'x: "f32[s0, 128]"' in _read(out, _compile_dir(out, 0, 1), "dynamo_output_graph")
+    assert 'L_x_: "f32[s0, 128]"' in _read(out, _compile_dir(out, 0, 1), "dynamo_output_graph")
     guards = _read(out, net, "dynamo_cpp_guards_str")
     assert "L['x']: TENSOR_MATCH" in guards and "size=[2, 128]" in guards
     assert "L[&#39;x&#39;]: TENSOR_MATCH" in _read(out, net, "dynamo_guards") or "TENSOR_MATCH" in _read(

@@ -86,6 +86,6 @@ def test_trace_log_shows_instructions_and_value_reprs():
                   log=lines.append)
     assert lines[0] == "TRACE RESUME 0 []"
     assert "TRACE STORE_FAST a3 [ConstantVariable(3)]" in lines
-    call = ", ".join(call_prefix("GetAttrVariable(TensorVariable(a: f32[2, 3]), sum)"))
+    call = ", ".join(call_prefix("GetAttrVariable(TensorVariable(l_a_: f32[2, 3]), sum)"))
     assert f"TRACE CALL 0 [{call}]" in lines
     assert lines[-1].startswith("TRACE POP_JUMP") and lines[-1].endswith("[TensorVariable(gt: b8[])]")

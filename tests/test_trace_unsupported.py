@@ -186,10 +186,10 @@ def test_rollback_restores_containers_mutated_inside_the_instruction():
 
     error = break_kind(f, torch.ones(2))
     state = error.partial.graph_break
-    assert state["locals"]["out"] == "ListVariable([TensorVariable(x: f32[2])])"
+    assert state["locals"]["out"] == "ListVariable([TensorVariable(l_x_: f32[2])])"
     assert state["locals"]["steps"] == "ListIteratorVariable(length=3, index=1)"
     assert state["stack"] == call_prefix("UserFunctionVariable(_appends_then_breaks)") + [
-        "ListVariable([TensorVariable(x: f32[2])])", "TensorVariable(x: f32[2])"]
+        "ListVariable([TensorVariable(l_x_: f32[2])])", "TensorVariable(l_x_: f32[2])"]
 
 
 def _consumes_iterator_then_breaks(steps):

@@ -68,12 +68,38 @@ std::string identifier_from(const std::string& text) {
   return out;
 }
 
+std::string input_name_from(const std::string& source_name) {
+  std::string out;
+  for (char c : source_name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out.push_back(c);
+    } else if (out.empty() || out.back() != '_') {
+      out.push_back('_');
+    }
+  }
+  if (out.empty()) out = "input";
+  if (std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+std::string snake_case(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) out.push_back('_');
+    out.push_back(static_cast<char>(std::tolower(c)));
+  }
+  return out;
+}
+
 std::string Graph::unique_name(const std::string& hint) {
+  // A placeholder's node is named snake_case(target): `L_x_` and `l_x_` must not both be taken.
   auto taken = [&](const std::string& candidate) {
+    const std::string snake = snake_case(candidate);
     for (const auto& node : nodes_)
-      if (node->name == candidate) return true;
+      if (node->name == candidate || node->name == snake) return true;
     for (const auto& attr : attrs_)
-      if (attr.name == candidate) return true;
+      if (attr.name == candidate || attr.name == snake) return true;
     return false;
   };
   if (!taken(hint)) return hint;
@@ -172,10 +198,12 @@ py::Ref<> node_tuple(const Node& node) {
   }
   py::Ref<> name = node.name.empty() ? py::Ref<>::newref(Py_None)
                                      : check(PyUnicode_FromString(node.name.c_str()));
+  py::Ref<> local_name = node.local_name.empty() ? py::Ref<>::newref(Py_None)
+                                                 : check(PyUnicode_FromString(node.local_name.c_str()));
   py::Ref<> op = check(PyUnicode_FromString(op_name(node.op)));
   PyObject* fake = node.fake ? node.fake.get() : Py_None;
-  return check(PyTuple_Pack(7, op.get(), node.target.get(), node.args.get(), node.kwargs.get(),
-                            name.get(), fake, stack_trace.get()));
+  return check(PyTuple_Pack(8, op.get(), node.target.get(), node.args.get(), node.kwargs.get(),
+                            name.get(), fake, stack_trace.get(), local_name.get()));
 }
 
 }  // namespace

@@ -39,6 +39,9 @@ struct Node {
   py::Ref<> ref;     // this node's marker object, used inside later nodes' args
   UserLocation location;
   std::string name;  // a name hint (placeholders and get_attr); empty lets FX choose
+  // The local an op's result was first stored into: FX names the node after it once named by
+  // default (so `y = x + 1` prints `y = ...` while `add` stays taken), as torch.compile does.
+  std::string local_name;
   // Unique in its graph, never reused after a truncation (addresses are: a node appended
   // after a rollback may sit where the dropped one did).
   uint64_t serial = 0;
@@ -96,5 +99,12 @@ class Graph {
 
 // `L['self'].fc.weight` -> `self_fc_weight`: a readable Python identifier for a source name.
 std::string identifier_from(const std::string& text);
+
+// `L['x']` -> `L_x_`, `L['self'].fc.weight` -> `L_self_fc_weight`: a graph input's name as
+// torch.compile spells it (every run of other characters one `_`), so graphs read, print
+// and compare as torch.compile's do; FX names the node itself in snake case (`l_x_`).
+std::string input_name_from(const std::string& source_name);
+// What FX names a placeholder node after its target: `L_x_` -> `l_x_`, `L_fooBar_` -> `l_foo_bar_`.
+std::string snake_case(const std::string& name);
 
 }  // namespace bytegraph::graph

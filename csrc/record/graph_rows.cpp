@@ -27,7 +27,8 @@ std::string target_name(PyObject* target) {
   return py_text(target, false);
 }
 
-std::string snake_case(const std::string& text) {
+// What FX names a node by default after its target (`sum`, `getitem`).
+std::string fx_default_name(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -55,13 +56,18 @@ GraphRows::GraphRows(PyObject* node_ref_class) : node_ref_class_(node_ref_class)
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i) reserved_.insert(py_text(PyList_GET_ITEM(list, i), false));
 }
 
-std::string GraphRows::name_for(const graph::Node& node) {
-  std::string base = node.name.empty() ? snake_case(target_name(node.target.get())) : node.name;
+std::string GraphRows::unused_name(const std::string& base) {
   std::string candidate = base;
   for (int suffix = 1; used_.count(candidate) || reserved_.count(candidate); ++suffix)
     candidate = base + "_" + std::to_string(suffix);
   used_.insert(candidate);
   return candidate;
+}
+
+std::string GraphRows::name_for(const graph::Node& node) {
+  std::string name = unused_name(node.name.empty() ? fx_default_name(target_name(node.target.get())) : node.name);
+  // Renamed after the local it was stored into; the default name stays taken, as in FX.
+  return node.local_name.empty() ? name : unused_name(node.local_name);
 }
 
 std::string GraphRows::render_arg(PyObject* arg) {
@@ -104,6 +110,7 @@ std::string GraphRows::render(const graph::Node& node, const std::string& name) 
 
 void GraphRows::forget_from(size_t length) {
   seen_.resize(length);
+  local_names_.resize(length);
   names_.resize(length);
   rows_.resize(length);
   used_.clear();
@@ -113,7 +120,7 @@ void GraphRows::forget_from(size_t length) {
 size_t GraphRows::update(const graph::Graph& graph) {
   size_t kept = 0;
   while (kept < seen_.size() && kept < graph.size()) {
-    if (seen_[kept] != graph.node(kept).serial) break;
+    if (seen_[kept] != graph.node(kept).serial || local_names_[kept] != graph.node(kept).local_name) break;
     ++kept;
   }
   if (kept < seen_.size()) forget_from(kept);
@@ -122,6 +129,7 @@ size_t GraphRows::update(const graph::Graph& graph) {
     names_.push_back(name_for(node));
     rows_.push_back(render(node, names_.back()));
     seen_.push_back(node.serial);
+    local_names_.push_back(node.local_name);
   }
   return kept;
 }

@@ -28,6 +28,7 @@ class GraphRows {
   // Node names as torch.fx picks them: the target's name in snake case, with a numeric
   // suffix when it is taken or shadows a builtin or keyword (`sum` -> `sum_1`).
   std::string name_for(const graph::Node& node);
+  std::string unused_name(const std::string& base);
   std::string render(const graph::Node& node, const std::string& name);
   std::string render_arg(PyObject* arg);
   void forget_from(size_t length);
@@ -35,6 +36,7 @@ class GraphRows {
   PyObject* node_ref_class_;  // borrowed: the bridge keeps it alive
   // The rows' nodes, by Node::serial: a node's address may be reused after a rollback.
   std::vector<uint64_t> seen_;
+  std::vector<std::string> local_names_;  // each row's node's local name when rendered
   std::vector<std::string> names_;
   std::vector<std::string> rows_;
   std::unordered_set<std::string> used_;

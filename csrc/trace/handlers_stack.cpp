@@ -55,8 +55,9 @@ void load_fast(Tracer&, FrameState& frame, const Instruction& inst) {
   frame.push(value);
 }
 
-void store_fast(Tracer&, FrameState& frame, const Instruction& inst) {
+void store_fast(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   ValuePtr value = frame.pop();
+  tracer.name_after_local(value, frame.code->localsplus_names[inst.arg]);
   // 3.12 comprehensions restore an unbound local with the NULL LOAD_FAST_AND_CLEAR pushed.
   local_slot(frame, inst.arg) = value->is_null() ? nullptr : std::move(value);
 }
@@ -152,6 +153,7 @@ void store_deref(Tracer& tracer, FrameState& frame, const Instruction& inst) {
   }
   tracer.journal.save(local_slot(frame, inst.arg));
   cell.contents = frame.pop();
+  if (cell.mutable_here) tracer.name_after_local(cell.contents, frame.code->localsplus_names[inst.arg]);
 }
 
 // 3.12+: LOAD_ATTR's flag bit is the method form; the attribute is pushed bound, with the

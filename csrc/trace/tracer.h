@@ -154,6 +154,9 @@ class Tracer {
   // outside the trace, records the change so generated code writes it back. A value from
   // outside that has no source cannot be written back: that is a break.
   void will_mutate(const ValuePtr& value);
+  // `value` stored into local `name`: the op node behind it is named after the local, the
+  // first time only (graph inputs keep theirs).
+  void name_after_local(const ValuePtr& value, const std::string& name);
   // The trace relied on which object `value` is: guard its identity (a no-op for values
   // made during the trace, and for those already pinned).
   void pin_identity(const ValuePtr& value);

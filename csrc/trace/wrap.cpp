@@ -161,8 +161,9 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
   guard_wrapper_subclass(real, source);
   py::Ref<> fake = std::move(input.fake);
-  std::string name = graph.unique_name(graph::identifier_from(source->repr()));
-  py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
+  std::string target_name = graph.unique_name(graph::input_name_from(source->repr()));
+  std::string name = graph::snake_case(target_name);
+  py::Ref<> target = check(PyUnicode_FromString(target_name.c_str()));
   graph::Node& node = graph.append(graph::Op::Placeholder, std::move(target), nullptr, nullptr,
                                    fake.copy(), {}, name);
   node.binds = std::move(input.symbol_nodes);
@@ -201,6 +202,14 @@ ValuePtr Tracer::known_object(PyObject* real, const SourcePtr& source) {
   // names stay one object.
   if (source && known->source()) guards.add_same_object(known->source(), source);
   return known;
+}
+
+void Tracer::name_after_local(const ValuePtr& value, const std::string& name) {
+  const auto* tensor = dynamic_cast<const TensorValue*>(value.get());
+  if (!tensor || tensor->node() < 0 || static_cast<size_t>(tensor->node()) >= graph.size()) return;
+  graph::Node& node = graph.node(tensor->node());
+  if (node.op == graph::Op::Placeholder || node.op == graph::Op::GetAttr || !node.local_name.empty()) return;
+  node.local_name = name;
 }
 
 void Tracer::will_mutate(const ValuePtr& value) {

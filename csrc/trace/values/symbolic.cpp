@@ -230,9 +230,9 @@ ValuePtr SymbolicShapes::int_input(PyObject* real, const guards::SourcePtr& sour
   py::Ref<> symint = check(PyObject_CallMethod(session_, "wrap_int", "OsO", real, name.c_str(), attribute ? Py_True : Py_False));
   if (symint.get() == Py_None) return nullptr;
   input_sources[name] = source;
-  std::string node_name = tracer_.graph.unique_name(graph::identifier_from(name));
-  graph::Node& node = tracer_.graph.append(graph::Op::Placeholder, text(node_name), nullptr, nullptr,
-                                           symint.copy(), {}, node_name);
+  std::string target_name = tracer_.graph.unique_name(graph::input_name_from(name));
+  graph::Node& node = tracer_.graph.append(graph::Op::Placeholder, text(target_name), nullptr, nullptr,
+                                           symint.copy(), {}, graph::snake_case(target_name));
   auto value = std::make_shared<SymNumberValue>(node.index, symint.copy(), source);
   tracer_.inputs.push_back(Tracer::Input{node.index, name, symint.copy(), value});
   // Any int will do; its value is the shape guards' business.
