@@ -186,6 +186,42 @@ def test_default_dtype_left_changed_by_the_function_then_a_recompile():
         torch.set_default_dtype(saved)
 
 
+def test_saved_tensors_hooks_disabled_by_the_caller():
+    autograd = torch._C._autograd
+
+    def build():
+        def f(x):
+            return x + 1 if autograd._saved_tensors_hooks_get_disabled_error_message() is None else x - 1
+        return (f, *with_setting(lambda: autograd._saved_tensors_hooks_disable("off"), autograd._saved_tensors_hooks_enable))
+    check_state_change(build)
+
+
+def test_disable_saved_tensors_hooks_inside_the_trace_is_in_the_graph_and_put_back():
+    autograd = torch._C._autograd
+
+    def f(x):
+        with torch.autograd.graph.disable_saved_tensors_hooks("not here"):
+            inside = autograd._saved_tensors_hooks_get_disabled_error_message()
+            y = x.sin() * 2
+        return y, inside
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        out = compiled(X)
+        assert autograd._saved_tensors_hooks_get_disabled_error_message() is None  # put back
+        assert same(out, f(X)) and out[1] == "not here"
+    assert counter.frame_count == 1
+    targets = [node.target for node in counter.graphs[0].graph.nodes if node.op == "call_function"]
+    assert targets.count(autograd._saved_tensors_hooks_disable) == 1
+    assert targets.count(autograd._saved_tensors_hooks_enable) == 1
+    # Under an outer disable the inner one's exit restores the outer message, not "enabled".
+    with torch.autograd.graph.disable_saved_tensors_hooks("outer"):
+        assert same(compiled(X), f(X))
+        assert autograd._saved_tensors_hooks_get_disabled_error_message() == "outer"
+    assert counter.frame_count == 2  # the state it started from differed: another entry
+
+
 def test_deterministic_algorithms_toggled():
     def build():
         def f(x):

@@ -52,6 +52,7 @@ enum Component : int {
   kDeterministicWarnOnly,
   kTorchFunctionEnabled,
   kTorchFunctionModes,
+  kSavedTensorsHooksDisabled,
   kComponentCount,
 };
 
@@ -64,6 +65,7 @@ constexpr std::array<const char*, kComponentCount> kComponentNames = {
     "deterministic algorithms warn only",
     "torch function enabled",
     "torch function modes active",
+    "saved tensors hooks disabled (the error message, None when enabled)",
 };
 
 // Autocast per device type: whether it is on and the dtype it casts to. Read only when the
@@ -88,6 +90,8 @@ struct Readers {
       r->components[kDeterministicWarnOnly] = Query(m, "_get_deterministic_algorithms_warn_only");
       r->components[kTorchFunctionEnabled] = Query(m, "_is_torch_function_enabled");
       r->components[kTorchFunctionModes] = Query(m, "_len_torch_function_stack");
+      py::Ref<> autograd = check(PyObject_GetAttrString(m, "_autograd"));
+      r->components[kSavedTensorsHooksDisabled] = Query(autograd.get(), "_saved_tensors_hooks_get_disabled_error_message");
       r->is_autocast_enabled = Query(m, "is_autocast_enabled");
       r->get_autocast_dtype = Query(m, "get_autocast_dtype");
       r->is_autocast_cache_enabled = Query(m, "is_autocast_cache_enabled");
@@ -106,7 +110,8 @@ bool handling_an_exception() {
 }
 
 bool same_value(PyObject* a, PyObject* b) {
-  if (a == b) return true;  // bools, dtypes and small ints are singletons
+  if (a == b) return true;  // bools, dtypes, None and small ints are singletons
+  if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) return PyUnicode_Compare(a, b) == 0;
   return PyLong_CheckExact(a) && PyLong_CheckExact(b) && PyObject_RichCompareBool(a, b, Py_EQ) == 1;
 }
 

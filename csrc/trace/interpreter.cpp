@@ -11,7 +11,7 @@
 #include "bytecode/opcodes.h"
 #include "record/trace_events.h"
 #include "trace/values/autocast.h"
-#include "trace/values/default_dtype.h"
+#include "trace/values/state_switch.h"
 #include "trace/values/exceptions.h"
 
 namespace bytegraph::trace {
@@ -69,7 +69,7 @@ struct Checkpoint {
   size_t grad_mode_switches;
   size_t autocast_modes;
   bool torch_function_subclass_enabled;
-  size_t default_dtype_switches;
+  size_t torch_state_switches;
 };
 
 Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
@@ -77,7 +77,7 @@ Checkpoint take_checkpoint(Tracer& tracer, const FrameState& frame) {
                     tracer.guards.size(), tracer.side_effects.mark(), tracer.handled_exception,
                     frame.handlers_open, tracer.exceptions_with_outside_context.size(), tracer.grad_modes_before.size(),
                     tracer.autocast_modes.size(), tracer.torch_function_subclass_enabled,
-                    tracer.default_dtypes_before.size()};
+                    tracer.torch_state_before.size()};
 }
 
 void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
@@ -101,7 +101,7 @@ void restore(Tracer& tracer, FrameState& frame, Checkpoint& checkpoint) {
   }
   exit_autocast_modes(tracer, checkpoint.autocast_modes);
   tracer.torch_function_subclass_enabled = checkpoint.torch_function_subclass_enabled;
-  restore_default_dtype(tracer, checkpoint.default_dtype_switches);
+  restore_torch_state(tracer, checkpoint.torch_state_switches);
 }
 
 // Unwinds `frame` to the handler covering `inst`, as CPython does with the exception table:

@@ -10,7 +10,7 @@
 #include "trace/symbolic.h"
 #include "trace/plan_writer.h"
 #include "trace/values/autocast.h"
-#include "trace/values/default_dtype.h"
+#include "trace/values/state_switch.h"
 
 namespace bytegraph::trace {
 
@@ -125,7 +125,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
       PyErr_Fetch(&type, &value, &traceback);
       exit_autocast_modes(tracer, 0);
       try {
-        restore_default_dtype(tracer, 0);
+        restore_torch_state(tracer, 0);
       } catch (...) {
         PyErr_Clear();
       }

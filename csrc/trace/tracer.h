@@ -17,6 +17,7 @@
 #include "trace/journal.h"
 #include "trace/side_effects.h"
 #include "trace/value.h"
+#include "trace/values/state_switch.h"
 
 namespace bytegraph::record {
 class TraceEvents;
@@ -129,8 +130,8 @@ class Tracer {
   // The grad mode before each torch._C._set_grad_enabled the trace recorded (which switched the
   // mode the fakes run under): a rollback puts the mode back.
   std::vector<bool> grad_modes_before;
-  // The default dtype before each torch.set_default_dtype the trace recorded (values/default_dtype.h).
-  std::vector<py::Ref<>> default_dtypes_before;
+  // The state before each switch of torch's state the trace recorded (values/state_switch.h).
+  std::vector<StateBefore> torch_state_before;
   // The real autocast modes the trace's autocast blocks entered (innermost last): a rollback
   // leaves those entered after its checkpoint, the end of the trace all of them.
   std::vector<py::Ref<>> autocast_modes;

@@ -12,7 +12,7 @@
 #include "python/type_dict.h"
 #include "trace/values/autocast.h"
 #include "trace/values/cached_function.h"
-#include "trace/values/default_dtype.h"
+#include "trace/values/state_switch.h"
 #include "trace/values/null_context.h"
 #include "trace/values/torch_function.h"
 #include "trace/values/numpy_array.h"
@@ -494,7 +494,10 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       return std::make_shared<DefaultTorchFunctionValue>(py::Ref<>::newref(real));
     case ObjectKind::DefaultDtypeSwitch:
       pin_callable(real, source);
-      return std::make_shared<SetDefaultDtypeValue>(py::Ref<>::newref(real), source);
+      return std::make_shared<StateSwitchValue>(TorchState::DefaultDtype, py::Ref<>::newref(real), source);
+    case ObjectKind::SavedTensorsHooksSwitch:
+      pin_callable(real, source);
+      return std::make_shared<StateSwitchValue>(TorchState::SavedTensorsHooks, py::Ref<>::newref(real), source);
     case ObjectKind::SubclassDispatchSwitch:
       pin_callable(real, source);
       return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);
