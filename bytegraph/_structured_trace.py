@@ -151,7 +151,7 @@ class recording_steps:
 
         if _C.record.attached() is not None:
             return self
-        from bytegraph.tracing import EventAdapter
+        from bytegraph.viewer.events import EventAdapter
         from bytegraph.viewer.recorder import TraceRecorder
 
         self.recorder = TraceRecorder()

@@ -23,17 +23,16 @@ RTOL = 1.3e-4
 ATOL = 1e-5
 
 
-def call_verified(run_compiled, fn, args, kwargs):
-    """Calls `run_compiled(fn, args, kwargs)` and checks it against `fn` run eagerly."""
+def call_verified(run_compiled, run_eager, fn, args, kwargs):
+    """Calls `run_compiled(fn, args, kwargs)` and checks it against `run_eager(fn, args, kwargs)`
+    (fn with capture off) on copies of the arguments."""
     try:
         eager_fn, eager_args, eager_kwargs = _copies(fn, args, kwargs)
     except Exception as error:  # an argument that cannot be copied: verify nothing
         log.debug("verify_correctness: %s's arguments cannot be copied (%s); not verified", _name(fn), error)
         return run_compiled(fn, args, kwargs)
-    from bytegraph.eval_frame import call_with_callback
-
     rng_state = torch.get_rng_state()
-    eager_result, eager_error = _outcome(lambda: call_with_callback(None, eager_fn, eager_args, eager_kwargs))
+    eager_result, eager_error = _outcome(lambda: run_eager(eager_fn, eager_args, eager_kwargs))
     torch.set_rng_state(rng_state)
     result, error = _outcome(lambda: run_compiled(fn, args, kwargs))
     name = _name(fn)

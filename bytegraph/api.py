@@ -31,6 +31,11 @@ def _check_backend_argument(backend):
         )
 
 
+def _recompile_module(module, compile_options):
+    """What unpickling an OptimizedModule calls: the module compiled again, with its options."""
+    return compile(module, **compile_options)
+
+
 class _NullContext:
     """What optimize(disable=True) returns: a decorator and context manager that do nothing."""
 
@@ -55,7 +60,7 @@ class OptimizeContext(CaptureContext):
         if isinstance(fn, OptimizedModule):
             fn = fn._orig_mod
         if isinstance(fn, torch.nn.Module):
-            return OptimizedModule(fn, super().__call__(fn.__call__), self.compile_options)
+            return OptimizedModule(fn, super().__call__(fn.__call__), self.compile_options, rebuild=_recompile_module)
         if not callable(fn):
             raise TypeError(f"expected a function or nn.Module to compile, got {type(fn).__name__}")
         return super().__call__(fn)

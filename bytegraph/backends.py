@@ -26,7 +26,7 @@ import typing
 import torch
 import torch.fx
 
-from bytegraph import _input_aliasing, _logging, config, exc
+from bytegraph import _input_aliasing, _logging, config, exc, stance
 from bytegraph.eval_frame import DISABLE_MARK, frame_hook
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
@@ -467,3 +467,6 @@ def _checked_graph_call(compiled, expected, backend_name_, graph_name):
 
     setattr(compiled_graph, DISABLE_MARK, True)
     return compiled_graph
+
+
+stance._resolve_backend = resolve_backend

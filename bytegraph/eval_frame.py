@@ -101,7 +101,8 @@ class CaptureContext:
             if _config.verify_correctness and callback is not None:
                 from bytegraph import _verify
 
-                return _verify.call_verified(functools.partial(call_with_callback, callback), fn, args, kwargs)
+                return _verify.call_verified(functools.partial(call_with_callback, callback),
+                                             functools.partial(call_with_callback, None), fn, args, kwargs)
             return call_with_callback(callback, fn, args, kwargs)
 
         captured._bytegraph_context = self

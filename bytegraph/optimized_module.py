@@ -32,19 +32,14 @@ _SHARED_TABLES = (
 )
 
 # Names the wrapper answers itself; everything else is looked up on the original.
-_OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_compile_options", "_initialized"})
-
-
-def _rebuild(module, compile_options):
-    import bytegraph
-
-    return bytegraph.compile(module, **compile_options)
+_OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_compile_options", "_rebuild", "_initialized"})
 
 
 class OptimizedModule(torch.nn.Module):
     """A module whose `__call__` (and `forward`) runs `compiled_call`; see the module docstring."""
 
-    def __init__(self, module, compiled_call, compile_options=None):
+    def __init__(self, module, compiled_call, compile_options=None, rebuild=None):
+        """`rebuild(module, compile_options)` compiles it again: what unpickling calls."""
         object.__setattr__(self, "_initialized", False)
         super().__init__()
         for name in _SHARED_TABLES:
@@ -52,6 +47,7 @@ class OptimizedModule(torch.nn.Module):
         object.__setattr__(self, "_orig_mod", module)
         object.__setattr__(self, "_compiled_call", compiled_call)
         object.__setattr__(self, "_compile_options", dict(compile_options or {}))
+        object.__setattr__(self, "_rebuild", rebuild)
         object.__setattr__(self, "_initialized", True)
 
     def __call__(self, *args, **kwargs):
@@ -116,7 +112,9 @@ class OptimizedModule(torch.nn.Module):
         return self._orig_mod[index]
 
     def __reduce__(self):
-        return (_rebuild, (self._orig_mod, self._compile_options))
+        if self._rebuild is None:
+            raise TypeError("this OptimizedModule cannot be pickled: it was made without a way to compile it again")
+        return (self._rebuild, (self._orig_mod, self._compile_options))
 
     # --- nn.Module methods answered by the original -----------------------------------------
 

@@ -46,6 +46,12 @@ def _install(stance):
     return previous
 
 
+# Resolves a force_backend to its compiler function, at set_stance time so that a bad name
+# fails there. Installed by bytegraph.backends (the registry), which sits above the runtime
+# that reads the stance: the stance never imports it.
+_resolve_backend = None
+
+
 class set_stance:
     """Set the stance (see the module docstring); a function, context manager and decorator."""
 
@@ -60,9 +66,9 @@ class set_stance:
         if force_backend is not None:
             if stance != "default":
                 raise ValueError(f"force_backend only goes with the 'default' stance, not {stance!r}")
-            from bytegraph import backends
-
-            compiler_fn = backends.resolve_backend(force_backend)
+            if _resolve_backend is None:
+                raise RuntimeError("set_stance(force_backend=...) needs bytegraph imported (import bytegraph)")
+            compiler_fn = _resolve_backend(force_backend)
         self.stance = _Stance(stance, force_backend, compiler_fn)
         self.previous = _install(self.stance)
 

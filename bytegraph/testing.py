@@ -116,10 +116,10 @@ def run_eager_and_compiled(fn, *args, backend="eager", fullgraph=False, **kwargs
     Returns (eager_result, compiled_result). Tensor arguments are cloned for each run, so a
     function that mutates its inputs is compared fairly; other objects are shared.
     """
-    import bytegraph
+    from bytegraph.api import compile as compile_function
 
     eager_result = fn(*_fresh_copy(args), **_fresh_copy(kwargs))
-    compiled = bytegraph.compile(fn, backend=backend, fullgraph=fullgraph)
+    compiled = compile_function(fn, backend=backend, fullgraph=fullgraph)
     compiled_result = compiled(*_fresh_copy(args), **_fresh_copy(kwargs))
     return eager_result, compiled_result
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bytegraph.viewer.listing import bytecode_listing, split_node_row, window
-from bytegraph.viewer.model import FrameTrace, Step, Trace
+from bytegraph.viewer.model import WRITERS, FrameTrace, Step, Trace
 
 LISTING_ROWS = 34  # lines of bytecode that fit a \tiny column on a 16:9 slide
 STACK_ROWS = 10
@@ -161,3 +161,6 @@ def render_beamer(trace: Trace) -> str:
 
 def write_beamer(trace: Trace, path) -> None:
     Path(path).write_text(render_beamer(trace), encoding="utf-8")
+
+
+WRITERS["beamer"] = write_beamer

@@ -18,7 +18,7 @@ import tokenize
 from importlib import resources
 from pathlib import Path
 
-from bytegraph.viewer.model import Trace
+from bytegraph.viewer.model import WRITERS, Trace
 
 _PLACEHOLDER = re.compile(r"\{\{(?:TITLE|STYLE|SCRIPT|DATA)\}\}")
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
@@ -106,3 +106,6 @@ def render_html(trace: Trace) -> str:
 
 def write_html(trace: Trace, path) -> None:
     Path(path).write_text(render_html(trace), encoding="utf-8")
+
+
+WRITERS["html"] = write_html

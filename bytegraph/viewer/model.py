@@ -218,16 +218,15 @@ class Trace:
         return cls.from_dict(json.loads(text))
 
     def to_html(self, path) -> None:
-        from bytegraph.viewer.html import write_html
-
-        write_html(self, path)
+        WRITERS["html"](self, path)
 
     def to_beamer(self, path) -> None:
-        from bytegraph.viewer.beamer import write_beamer
-
-        write_beamer(self, path)
+        WRITERS["beamer"](self, path)
 
     def to_org(self, path) -> None:
-        from bytegraph.viewer.org import write_org
+        WRITERS["org"](self, path)
 
-        write_org(self, path)
+
+# Format name -> write(trace, path). Each renderer registers its own (the renderers import
+# this model; the model imports none of them). bytegraph.viewer loads them all.
+WRITERS = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bytegraph.viewer.listing import bytecode_listing
-from bytegraph.viewer.model import FrameTrace, Step, Trace
+from bytegraph.viewer.model import WRITERS, FrameTrace, Step, Trace
 
 _HEADER = """\
 #+TITLE: Tracing {title}
@@ -146,3 +146,6 @@ def render_org(trace: Trace) -> str:
 
 def write_org(trace: Trace, path) -> None:
     Path(path).write_text(render_org(trace), encoding="utf-8")
+
+
+WRITERS["org"] = write_org
