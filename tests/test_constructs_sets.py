@@ -341,6 +341,19 @@ def test_a_set_is_looked_up_as_a_frozenset_and_classes_are_dict_keys():
     capture(f, torch.ones(1), ops=1)
 
 
+def test_members_of_a_cpp_enum_are_dict_keys():
+    # torch.nn.attention.sdpa_kernel dedups its backends with dict.fromkeys: pybind11 enum
+    # members, one object per value, hashed and compared in C++.
+    from torch.nn.attention import SDPBackend
+
+    def f(x, backends):
+        unique = list(dict.fromkeys(backends))
+        names = {SDPBackend.MATH: 1, SDPBackend.FLASH_ATTENTION: 2}
+        return x + names[unique[0]] * len(unique), SDPBackend.MATH in names
+
+    capture(f, torch.ones(1), [SDPBackend.MATH, SDPBackend.MATH, SDPBackend.FLASH_ATTENTION], ops=1)
+
+
 def test_tuples_holding_classes_are_dict_keys():
     cache = {}
 

@@ -18,6 +18,26 @@ bool hashed_by_identity(PyObject* object) {
   return identity_hash && identity_eq;
 }
 
+bool enum_member(PyObject* object) {
+  PyTypeObject* type = Py_TYPE(object);
+  // Compared and hashed by C code (pybind11's), never a Python override.
+  for (const char* slot : {"__eq__", "__hash__"}) {
+    py::Ref<> name = check(PyUnicode_FromString(slot));
+    PyObject* method = _PyType_Lookup(type, name.get());  // borrowed
+    if (!method || PyFunction_Check(method)) return false;
+  }
+  py::Ref<> members = py::Ref<>::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__members__"));
+  if (!members || !PyDict_Check(members.get())) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject *name, *member;  // borrowed
+  Py_ssize_t position = 0;
+  while (PyDict_Next(members.get(), &position, &name, &member))
+    if (member == object) return true;
+  return false;
+}
+
 bool constant_member(PyObject* item) {
   if (PyUnicode_CheckExact(item) || PyLong_CheckExact(item)) return true;
   if (PyTuple_CheckExact(item)) {
@@ -57,7 +77,7 @@ py::Ref<> dict_key(Tracer& tracer, const ValuePtr& item, const char* kind) {
     key = check(PyTuple_New(static_cast<Py_ssize_t>(seq->items.size())));
     for (size_t i = 0; i < seq->items.size(); ++i)
       PyTuple_SET_ITEM(key.get(), static_cast<Py_ssize_t>(i), dict_key(tracer, seq->items[i], kind).release());
-  } else if (PyObject* real = item->real_object(); real && hashed_by_identity(real)) {
+  } else if (PyObject* real = item->real_object(); real && (hashed_by_identity(real) || enum_member(real))) {
     tracer.pin_identity(item);
     key = py::Ref<>::newref(real);
   } else if (PyObject* tensor = item->is_tensor() ? tracer.real_tensor_of(item.get()) : nullptr) {
