@@ -1,16 +1,18 @@
 """The seam between the frame hook and the compiler: what runs on a cache miss.
 
-`make_callback(...)` builds the callback that `bytegraph.compile`/`optimize` install as the
-thread's frame callback. The hook calls it as `callback(frame_info)` when a frame's code has
-no cache entry whose guards pass, and reads the answer:
+A `FrameConverter` (one per `bytegraph.compile`/`optimize` call, its `CaptureOptions` and
+resolved backend) is what they install as the thread's frame callback. The hook calls it as
+`callback(frame_info)` when a frame's code has no cache entry whose guards pass, and reads
+the answer:
 
 - `None`: run the frame unmodified;
 - a code object, or `(code, guard_fn)`: add a cache entry and run that code instead.
 
-Until the tracer is wired in, `FrameConverter.convert` declines every frame, so compiled
-functions behave exactly like the originals. The tracer plugs in at `convert`.
+`convert` traces the frame (the C++ core), compiles its graphs with the backend, and builds
+the guards and the code that replaces it.
 """
 
+import dataclasses
 import itertools
 import linecache
 import logging
@@ -88,31 +90,38 @@ def _never_offer_again(code):
         hook.mark_skip(code)
 
 
-class FrameConverter:
-    """The frame callback for one `compile`/`optimize` call: what to capture and with what.
+@dataclasses.dataclass(frozen=True)
+class CaptureOptions:
+    """What one `compile`/`optimize` call asks of capture, the backend aside.
 
-    compiler_fn: the resolved backend `(GraphModule, example_inputs) -> callable`.
     fullgraph: a graph break is an error instead of a split.
     dynamic: None (automatic), True (sizes symbolic from the start) or False (static).
     guard_export_fn / guard_fail_fn: called with the guards of a new entry / a failed guard.
-    backend_key: one object per backend and its settings (backends.backend_key).
+    recompile_limit: entries kept per code object (None: config.cache_size_limit).
     """
 
-    def __init__(
-        self, compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
-        recompile_limit=None, backend_key=None,
-    ):
+    fullgraph: bool = False
+    dynamic: bool | None = None
+    guard_export_fn: typing.Callable | None = None
+    guard_fail_fn: typing.Callable | None = None
+    recompile_limit: int | None = None
+
+
+class FrameConverter:
+    """The frame callback for one `compile`/`optimize` call: it compiles cache misses with
+    `compiler_fn` (the resolved backend, `(GraphModule, example_inputs) -> callable`) as
+    `options` (CaptureOptions) ask. backend_key: one object per backend and its settings
+    (backends.backend_key).
+    """
+
+    def __init__(self, compiler_fn, options=CaptureOptions(), *, backend_key=None):
         self.compiler_fn = compiler_fn
         # The cache hook keys the entries this callback makes by it (backends.backend_key):
         # a function compiled again for another backend is compiled again, not served the
         # first backend's code.
         if backend_key is not None:
             self.backend_key = backend_key
-        self.fullgraph = fullgraph
-        self.dynamic = dynamic
-        self.guard_export_fn = guard_export_fn
-        self.guard_fail_fn = guard_fail_fn
-        self.recompile_limit = recompile_limit
+        self.options = options
         self.compile_count = 0
         self._input_breaks = weakref.WeakKeyDictionary()  # code -> calls that broke on their inputs
 
@@ -158,13 +167,13 @@ class FrameConverter:
     def _convert(self, frame_info, record):
         code = frame_info.f_code
         grad_enabled_at_entry = torch.is_grad_enabled()  # guarded; what a fallback restarts with
-        misses = _report_recompile(code, self.guard_fail_fn)
+        misses = _report_recompile(code, self.options.guard_fail_fn)
         record.recompile_reasons = misses
-        shapes = _dynamic.ShapePolicy(self.dynamic, _dynamic.frame_shapes(code))
+        shapes = _dynamic.ShapePolicy(self.options.dynamic, _dynamic.frame_shapes(code))
         try:
             with record.phase("tracing"), _structured_trace.recording_steps(record):
                 result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
-                                              allow_graph_break=not self.fullgraph, log=_logging.trace_sink(),
+                                              allow_graph_break=not self.options.fullgraph, log=_logging.trace_sink(),
                                               shapes=shapes)
         except _C.Unsupported as error:
             record.graph_break = _break_description(getattr(error, "kind", "unsupported"),
@@ -183,7 +192,7 @@ class FrameConverter:
             graph_break_log.info("%s runs eagerly: %s", code.co_qualname, plan.eager_reason)
             _never_offer_again(code)
             return None
-        if info is None and result.op_count == 0 and not misses and not result.inputs and not self.fullgraph:
+        if info is None and result.op_count == 0 and not misses and not result.inputs and not self.options.fullgraph:
             # Nothing to capture (no tensor work): running the frame as is costs less than guards.
             # Under fullgraph the generated code runs anyway, as torch.compile's does: run as is,
             # the functions it calls would be compiled on their own, each required whole.
@@ -226,8 +235,8 @@ class FrameConverter:
         _log_bytecode(code, new_code, label)
         for resume in plan.resume_codes:
             _log_resume_code(code, resume)
-        if self.guard_export_fn is not None:
-            _call_user_hook(self.guard_export_fn, guard_lines)
+        if self.options.guard_export_fn is not None:
+            _call_user_hook(self.options.guard_export_fn, guard_lines)
         with record.phase("guards"):
             guards = result.build_guards()
         record.captured(new_code, guard_lines, "captured" if info is None else "split", plan.resume_codes)
@@ -287,7 +296,7 @@ class FrameConverter:
                             "from now on.", _compiled_entries)
             return False
         entries = len(_frame_module().cache_entries(code))
-        limit = self.recompile_limit if self.recompile_limit is not None else config.cache_size_limit
+        limit = self.options.recompile_limit if self.options.recompile_limit is not None else config.cache_size_limit
         if entries < limit:
             return True
         reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
@@ -296,7 +305,7 @@ class FrameConverter:
             "on when no compiled entry matches (and what it calls then is not compiled either)."
             "\nLast guard failure: %s\n%s",
             code.co_qualname, code.co_filename, code.co_firstlineno, entries,
-            f"compile(recompile_limit={limit})" if self.recompile_limit is not None
+            f"compile(recompile_limit={limit})" if self.options.recompile_limit is not None
             else f"config.cache_size_limit = {limit}",
             reasons[0] if reasons else "unknown", _recompile_advice(reasons[0] if reasons else ""),
         )
@@ -307,7 +316,7 @@ class FrameConverter:
         kind = getattr(error, "kind", "unsupported")
         message = getattr(error, "message", str(error))
         user_stack = list(getattr(error, "user_stack", []) or [])
-        if self.fullgraph:
+        if self.options.fullgraph:
             raise graph_break_error(kind, message, user_stack, code) from None
         self._report_break(code, kind, message, user_stack)
         if kind in _ONE_CALLS_BREAKS and self._retry_later(code):
@@ -322,13 +331,13 @@ class FrameConverter:
         calls (up to the cache size limit, so that inputs that always break cost no more)."""
         tries = self._input_breaks.get(code, 0) + 1
         self._input_breaks[code] = tries
-        limit = self.recompile_limit if self.recompile_limit is not None else config.cache_size_limit
+        limit = self.options.recompile_limit if self.options.recompile_limit is not None else config.cache_size_limit
         return tries < limit
 
     def __repr__(self):
         return (
-            f"FrameConverter(backend={self.compiler_fn!r}, fullgraph={self.fullgraph}, "
-            f"dynamic={self.dynamic})"
+            f"FrameConverter(backend={self.compiler_fn!r}, fullgraph={self.options.fullgraph}, "
+            f"dynamic={self.options.dynamic})"
         )
 
 
@@ -523,20 +532,6 @@ def graph_break_error(kind, message, user_stack, code):
     return exc.raised_type(exc.GraphBreakError)(
         kind, message, user_stack, filename=filename, lineno=lineno, source_line=source_line,
         hint=_C.break_hint(kind),
-    )
-
-
-def make_callback(compiler_fn, *, fullgraph=False, dynamic=None, guard_export_fn=None, guard_fail_fn=None,
-                  recompile_limit=None, backend_key=None):
-    """The frame callback that compiles cache misses with `compiler_fn`."""
-    return FrameConverter(
-        compiler_fn,
-        backend_key=backend_key,
-        fullgraph=fullgraph,
-        dynamic=dynamic,
-        guard_export_fn=guard_export_fn,
-        guard_fail_fn=guard_fail_fn,
-        recompile_limit=recompile_limit,
     )
 
 

@@ -1,7 +1,7 @@
 """The public entry points: compile, optimize, reset, list_backends, disable, graph_break.
 
 `compile` has the shape of torch.compile and `optimize` that of torch._dynamo.optimize. Both
-resolve the backend once, build the frame callback (`_convert_frame.make_callback`) and
+resolve the backend once, build the frame callback (`_convert_frame.FrameConverter`) and
 install it around the user's code (`eval_frame.CaptureContext`).
 """
 
@@ -66,29 +66,12 @@ class OptimizeContext(CaptureContext):
         return super().__call__(fn)
 
 
-def _optimize_context(
-    backend,
-    *,
-    fullgraph,
-    dynamic,
-    compile_options,
-    mode=None,
-    options=None,
-    guard_export_fn=None,
-    guard_fail_fn=None,
-    recompile_limit=None,
-):
-    compiler_fn = backends.resolve_backend(backend, mode=mode, options=options, dynamic=dynamic)
-    callback = _convert_frame.make_callback(
-        compiler_fn,
-        backend_key=backends.backend_key(backend, mode=mode, options=options),
-        fullgraph=fullgraph,
-        dynamic=dynamic,
-        guard_export_fn=guard_export_fn,
-        guard_fail_fn=guard_fail_fn,
-        recompile_limit=recompile_limit,
-    )
-    return OptimizeContext(callback, compile_options)
+def _optimize_context(backend, capture, compile_options, *, mode=None, options=None):
+    """The capture context for `backend` (with inductor's mode/options) and `capture`, a
+    CaptureOptions; `compile_options` are the call's own arguments, to compile it again."""
+    compiler_fn = backends.resolve_backend(backend, mode=mode, options=options, dynamic=capture.dynamic)
+    key = backends.backend_key(backend, mode=mode, options=options)
+    return OptimizeContext(_convert_frame.FrameConverter(compiler_fn, capture, backend_key=key), compile_options)
 
 
 def compile(
@@ -138,15 +121,8 @@ def compile(
         return decorate
     if not callable(model):
         raise TypeError(f"bytegraph.compile expects a function or nn.Module, got {type(model).__name__}")
-    context = _optimize_context(
-        backend,
-        fullgraph=fullgraph,
-        dynamic=dynamic,
-        compile_options=compile_options,
-        mode=mode,
-        options=options,
-        recompile_limit=recompile_limit,
-    )
+    capture = _convert_frame.CaptureOptions(fullgraph=fullgraph, dynamic=dynamic, recompile_limit=recompile_limit)
+    context = _optimize_context(backend, capture, compile_options, mode=mode, options=options)
     if disable or config.disable:
         return model
     return context(model)
@@ -177,14 +153,9 @@ def optimize(
     for name, hook in (("guard_export_fn", guard_export_fn), ("guard_fail_fn", guard_fail_fn)):
         if hook is not None and not callable(hook):
             raise TypeError(f"{name} must be callable or None, got {type(hook).__name__}")
-    context = _optimize_context(
-        backend,
-        fullgraph=nopython,
-        dynamic=dynamic,
-        guard_export_fn=guard_export_fn,
-        guard_fail_fn=guard_fail_fn,
-        compile_options=dict(backend=backend, fullgraph=nopython, dynamic=dynamic),
-    )
+    capture = _convert_frame.CaptureOptions(
+        fullgraph=nopython, dynamic=dynamic, guard_export_fn=guard_export_fn, guard_fail_fn=guard_fail_fn)
+    context = _optimize_context(backend, capture, dict(backend=backend, fullgraph=nopython, dynamic=dynamic))
     if disable or config.disable:
         return _NullContext()
     return context

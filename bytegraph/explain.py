@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from bytegraph import _bridge, _compile_metrics, _logging, _readable_code, _stack_names, api
 from bytegraph._extension import _C
-from bytegraph._convert_frame import FrameConverter
+from bytegraph._convert_frame import CaptureOptions, FrameConverter
 
 __all__ = ["explain", "ExplainOutput", "GraphBreakReason"]
 
@@ -199,7 +199,7 @@ class _ExplainConverter(FrameConverter):
     """The ordinary frame callback, also telling the recorder about breaks and timings."""
 
     def __init__(self, recorder):
-        super().__init__(recorder.explain_backend, guard_export_fn=recorder.guards.extend)
+        super().__init__(recorder.explain_backend, CaptureOptions(guard_export_fn=recorder.guards.extend))
         self.recorder = recorder
 
     def _convert(self, frame_info, record):

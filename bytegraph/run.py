@@ -14,7 +14,7 @@ routing torch.compile's entry points in this process to bytegraph, with the same
 | torch.compiler.is_compiling, torch._dynamo.is_compiling | bytegraph.is_compiling |
 | torch._dynamo.OptimizedModule (isinstance checks; not eval_frame's, which torch's export reads) | bytegraph.OptimizedModule |
 | torch.compiler.set_stance                          | bytegraph.set_stance        |
-| torch._dynamo.config.recompile_limit, automatic_dynamic_shapes, assume_static_by_default, force_parameter_static_shapes, capture_scalar_outputs, suppress_errors, verbose, error_on_recompile, accumulated_recompile_limit | read by bytegraph.config (cache_size_limit, accumulated_cache_size_limit, the others by their names) |
+| torch._dynamo.config.recompile_limit, automatic_dynamic_shapes, assume_static_by_default, force_parameter_static_shapes, capture_scalar_outputs, automatic_dynamic_shapes_mark_as, suppress_errors, verbose, error_on_recompile, accumulated_recompile_limit | read by bytegraph.config (cache_size_limit, accumulated_cache_size_limit, the others by their names) |
 
 TORCH_LOGS and TORCH_TRACE are honoured too, when BYTEGRAPH_LOGS / BYTEGRAPH_TRACE are not set
 (the TORCH_LOGS names bytegraph does not have are ignored, with a note). Arguments of

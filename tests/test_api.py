@@ -120,7 +120,7 @@ def test_compiled_function_sets_the_thread_callback_only_while_running(hook):
     assert hook.current() is None
     (callback,) = seen
     assert isinstance(callback, _convert_frame.FrameConverter)
-    assert callback.compiler_fn is counter and callback.fullgraph is True and callback.dynamic is False
+    assert callback.compiler_fn is counter and callback.options.fullgraph is True and callback.options.dynamic is False
 
 
 def test_callback_is_restored_when_the_function_raises(hook):
@@ -179,7 +179,7 @@ def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     class InternalFrame:
         f_code = eval_frame.call_with_callback.__code__
 
-    converter = _convert_frame.make_callback(CompileCounter())
+    converter = _convert_frame.FrameConverter(CompileCounter())
     assert converter(InternalFrame()) is None
     assert hook.skipped == [eval_frame.call_with_callback.__code__]
 
@@ -397,7 +397,7 @@ def test_optimize_as_context_manager_sets_and_restores_the_callback(hook):
             probe()
         probe()
     probe()
-    assert seen[0] is seen[2] and seen[0].compiler_fn is counter and seen[0].fullgraph
+    assert seen[0] is seen[2] and seen[0].compiler_fn is counter and seen[0].options.fullgraph
     assert seen[1] is not seen[0] and seen[3] is None
     # the same context object can be entered again, also from another thread
     with context:
@@ -441,7 +441,7 @@ def test_optimize_passes_guard_hooks_to_the_callback(hook):
         seen.append(hook.current())
 
     probe()
-    assert seen[0].guard_export_fn is export and seen[0].guard_fail_fn is fail and seen[0].dynamic is True
+    assert seen[0].options.guard_export_fn is export and seen[0].options.guard_fail_fn is fail and seen[0].options.dynamic is True
 
 
 # --- disable, graph_break, reset ------------------------------------------------------------
