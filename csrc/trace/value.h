@@ -31,6 +31,18 @@ using ValuePtr = std::shared_ptr<Value>;
 using Args = std::vector<ValuePtr>;
 using KwArgs = std::vector<std::pair<std::string, ValuePtr>>;
 
+// Sets `name` in name/value pairs kept in first-write order (keyword arguments, the attributes
+// an object gained in the trace): replaced where present, appended otherwise.
+inline void assign_named(KwArgs& entries, const std::string& name, ValuePtr value) {
+  for (auto& [entry_name, current] : entries) {
+    if (entry_name == name) {
+      current = std::move(value);
+      return;
+    }
+  }
+  entries.emplace_back(name, std::move(value));
+}
+
 // How a value is turned into a Python object for a graph operation: markers naming graph
 // nodes (recording), or the fake values themselves (running the op on fakes).
 enum class ArgMode { Graph, Fake };

@@ -49,13 +49,7 @@ std::string type_name(PyObject* type) { return reinterpret_cast<PyTypeObject*>(t
 // Writes one state attribute of an exception made in the trace (journaled for rollback).
 void write_slot(Tracer* tracer, ObjectValue& exception, const std::string& name, ValuePtr value) {
   if (tracer) tracer->will_mutate(exception.shared_from_this());
-  for (auto& [attr, current] : exception.attrs) {
-    if (attr == name) {
-      current = std::move(value);
-      return;
-    }
-  }
-  exception.attrs.emplace_back(name, std::move(value));
+  assign_named(exception.attrs, name, std::move(value));
 }
 
 // A new exception object as BaseException.__new__ leaves it: args set to the call's arguments.

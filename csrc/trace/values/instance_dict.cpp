@@ -39,13 +39,7 @@ ValuePtr InstanceDictValue::find(const std::string& name) const {
 
 void InstanceDictValue::store(Tracer& tracer, const std::string& name, ValuePtr value) {
   tracer.will_mutate(object_);
-  for (auto& [attr, current] : object_->attrs) {
-    if (attr == name) {
-      current = std::move(value);
-      return;
-    }
-  }
-  object_->attrs.emplace_back(name, std::move(value));
+  assign_named(object_->attrs, name, std::move(value));
 }
 
 bool InstanceDictValue::contains(const ValuePtr& key) const {

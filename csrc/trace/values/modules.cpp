@@ -149,13 +149,7 @@ void ModuleValue::set_attr(Tracer& tracer, const std::string& name, const ValueP
   // A plain attribute, or a buffer's new tensor: the module's own __setattr__ stores it where
   // it belongs when generated code writes it back.
   tracer.will_mutate(shared_from_this());
-  for (auto& [attr, current] : attrs) {
-    if (attr == name) {
-      current = value;
-      return;
-    }
-  }
-  attrs.emplace_back(name, value);
+  assign_named(attrs, name, value);
 }
 
 namespace {

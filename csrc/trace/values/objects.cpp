@@ -215,13 +215,7 @@ void ObjectValue::generic_set_attr(Tracer& tracer, const std::string& name, cons
     // goes through the descriptor).
   }
   tracer.will_mutate(shared_from_this());
-  for (auto& [attr, current] : attrs) {
-    if (attr == name) {
-      current = value;
-      return;
-    }
-  }
-  attrs.emplace_back(name, value);
+  assign_named(attrs, name, value);
 }
 
 void ObjectValue::del_attr(Tracer& tracer, const std::string& name) {

@@ -33,15 +33,7 @@ ValuePtr make_partial(const ValuePtr& function, const Args& args, const KwArgs& 
     Args all = inner->args();
     all.insert(all.end(), args.begin(), args.end());
     KwArgs merged = inner->keywords();
-    for (const auto& [name, value] : keywords) {
-      bool replaced = false;
-      for (auto& entry : merged) {
-        if (entry.first != name) continue;
-        entry.second = value;
-        replaced = true;
-      }
-      if (!replaced) merged.emplace_back(name, value);
-    }
+    for (const auto& [name, value] : keywords) assign_named(merged, name, value);
     return std::make_shared<PartialValue>(inner->function(), std::move(all), std::move(merged));
   }
   return std::make_shared<PartialValue>(function, args, keywords);
@@ -124,15 +116,7 @@ ValuePtr PartialValue::call(Tracer& tracer, const Args& args, const KwArgs& kwar
   Args all = args_;
   all.insert(all.end(), args.begin(), args.end());
   KwArgs merged = keywords_;
-  for (const auto& [name, value] : kwargs) {
-    bool replaced = false;
-    for (auto& entry : merged) {
-      if (entry.first != name) continue;
-      entry.second = value;
-      replaced = true;
-    }
-    if (!replaced) merged.emplace_back(name, value);
-  }
+  for (const auto& [name, value] : kwargs) assign_named(merged, name, value);
   return function_->call(tracer, all, merged);
 }
 
