@@ -29,33 +29,6 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
   if (shared_lists_.count(value.get())) return new_list(static_cast<const SequenceValue&>(*value));
   require_single_reference(value);
   if (auto made = value->remake(*this)) return std::move(*made);
-  if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
-    OutputPlan plan;
-    plan.items = plans_of(seq->items);
-    if (seq->is_list()) {
-      plan.kind = OutputPlan::Kind::List;
-    } else if (seq->tuple_type) {
-      plan.kind = OutputPlan::Kind::NamedTuple;
-      plan.constant = named_tuple_constructor(seq->tuple_type.get());
-    } else {
-      plan.kind = OutputPlan::Kind::Tuple;
-    }
-    return plan;
-  }
-  if (auto* dict = dynamic_cast<DictValue*>(value.get())) return dict_plan(*dict);
-  if (auto* set = dynamic_cast<SetValue*>(value.get())) return set_plan(*set);
-  if (auto* iterator = dynamic_cast<IteratorValue*>(value.get())) {
-    if (iterator->live_list() && !iterator->enumerate_start()) return live_list_iterator(*iterator);
-    const size_t position = iterator->position();
-    Args rest;
-    while (ValuePtr item = iterator->next()) rest.push_back(std::move(item));
-    iterator->set_position(position);  // describing must not advance the loop
-    OutputPlan plan;
-    plan.kind = OutputPlan::Kind::Iterator;
-    plan.items = plans_of(rest);
-    return plan;
-  }
-  if (auto* function = dynamic_cast<UserFunctionValue*>(value.get())) return make_function(*function);
   if (auto [owner, name] = value->bound_attribute(); owner) {
     OutputPlan plan;
     plan.kind = OutputPlan::Kind::Attr;
@@ -109,10 +82,10 @@ std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
       effect.value.items = plans_of(seq->items);
     } else if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
       effect.kind = Effect::Kind::ReplaceDictItems;
-      effect.value = dict_plan(*dict);
+      effect.value = remake_dict(*dict);
     } else if (auto* set = dynamic_cast<SetValue*>(value.get())) {
       effect.kind = Effect::Kind::ReplaceSetItems;
-      effect.value = set_plan(*set);
+      effect.value = remake_set(*set);
     } else {
       throw NotRestorable{"changes to " + value->repr()};
     }
@@ -206,7 +179,7 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
     Effect effect;
     effect.kind = Effect::Kind::ReplaceDictItems;
     effect.target = OutputPlan::of_source(object.source());
-    effect.value = dict_plan(*object.dict_storage(tracer_));
+    effect.value = remake_dict(*object.dict_storage(tracer_));
     effect.setter = py::Ref<>::newref(builtin_base(object.python_type()));
     effects.push_back(std::move(effect));
   }
@@ -227,7 +200,7 @@ void PlanWriter::object_effects(ObjectValue& object, std::vector<codegen::SideEf
     Effect effect;
     effect.kind = Effect::Kind::ReplaceSetItems;
     effect.target = OutputPlan::of_source(object.source());
-    effect.value = set_plan(*object.set_storage(tracer_));
+    effect.value = remake_set(*object.set_storage(tracer_));
     effects.push_back(std::move(effect));
   }
 }
@@ -341,7 +314,7 @@ OutputPlan PlanWriter::new_object(ObjectValue& object) {
   return temp(index);
 }
 
-OutputPlan PlanWriter::dict_plan(const DictValue& dict) {
+OutputPlan PlanWriter::remake_dict(const DictValue& dict) {
   OutputPlan plan;
   plan.kind = OutputPlan::Kind::Dict;
   plan.keys = check(PyTuple_New(static_cast<Py_ssize_t>(dict.keys.size())));
@@ -352,7 +325,7 @@ OutputPlan PlanWriter::dict_plan(const DictValue& dict) {
   return plan;
 }
 
-OutputPlan PlanWriter::set_plan(SetValue& set) {
+OutputPlan PlanWriter::remake_set(SetValue& set) {
   OutputPlan plan;
   plan.kind = OutputPlan::Kind::Set;
   if (set.frozen()) plan.constant = py::Ref<>::newref(reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
@@ -567,5 +540,39 @@ int PlanWriter::output_index(int node) {
   outputs_.push_back(node);
   return static_cast<int>(outputs_.size()) - 1;
 }
+
+// ---- how the container and function kinds are made again (their Value::remake) ---------------
+
+std::optional<OutputPlan> SequenceValue::remake(PlanWriter& writer) {
+  OutputPlan plan;
+  plan.items = writer.plans_of(items);
+  if (is_list()) {
+    plan.kind = OutputPlan::Kind::List;
+  } else if (tuple_type) {
+    plan.kind = OutputPlan::Kind::NamedTuple;
+    plan.constant = named_tuple_constructor(tuple_type.get());
+  } else {
+    plan.kind = OutputPlan::Kind::Tuple;
+  }
+  return plan;
+}
+
+std::optional<OutputPlan> DictValue::remake(PlanWriter& writer) { return writer.remake_dict(*this); }
+
+std::optional<OutputPlan> SetValue::remake(PlanWriter& writer) { return writer.remake_set(*this); }
+
+std::optional<OutputPlan> IteratorValue::remake(PlanWriter& writer) {
+  if (live_list() && !enumerate_start()) return writer.live_list_iterator(*this);
+  const size_t start = position();
+  Args rest;
+  while (ValuePtr item = next()) rest.push_back(std::move(item));
+  set_position(start);  // describing must not advance the loop
+  OutputPlan plan;
+  plan.kind = OutputPlan::Kind::Iterator;
+  plan.items = writer.plans_of(rest);
+  return plan;
+}
+
+std::optional<OutputPlan> UserFunctionValue::remake(PlanWriter& writer) { return writer.make_function(*this); }
 
 }  // namespace bytegraph::trace

@@ -42,6 +42,13 @@ class PlanWriter {
   codegen::OutputPlan call(PyObject* callable, const Args& arguments);
   // The trace being written (what a value's remake may ask of it).
   Tracer& tracer() { return tracer_; }
+  // The remaking of the container and function kinds (their Value::remake): each item planned.
+  std::vector<codegen::OutputPlan> plans_of(const Args& items);
+  codegen::OutputPlan remake_dict(const DictValue& dict);
+  codegen::OutputPlan remake_set(SetValue& set);
+  // A list iterator over a list generated code also makes: an iterator of that list, at its position.
+  codegen::OutputPlan live_list_iterator(const IteratorValue& iterator);
+  codegen::OutputPlan make_function(UserFunctionValue& function);
   // A list made in the trace that more than one plan may refer to (a loop's iterator and a
   // local): generated code makes it once, as a new object, so it stays one list.
   void share_list(const ValuePtr& list) { shared_lists_.insert(list.get()); }
@@ -58,16 +65,11 @@ class PlanWriter {
 
  private:
   void require_single_reference(const ValuePtr& value);
-  codegen::OutputPlan make_function(UserFunctionValue& function);
   codegen::OutputPlan make_function_itself(const UserFunctionValue& function);
   std::string cell_name(const ValuePtr& cell) const;
-  std::vector<codegen::OutputPlan> plans_of(const Args& items);
   codegen::OutputPlan tensor(const TensorValue& tensor);
-  codegen::OutputPlan dict_plan(const DictValue& dict);
-  codegen::OutputPlan set_plan(SetValue& set);
   codegen::OutputPlan new_object(ObjectValue& object);
   codegen::OutputPlan new_list(const SequenceValue& list);
-  codegen::OutputPlan live_list_iterator(const IteratorValue& iterator);
   static codegen::OutputPlan temp(int index);
   void object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects);
   void global_effects(std::vector<codegen::SideEffectPlan>& effects);

@@ -197,6 +197,7 @@ class SequenceValue : public Value {
   SequenceValue(bool is_list, Args items, guards::SourcePtr source = nullptr, bool mutable_here = true)
       : Value(std::move(source)), is_list_(is_list), mutable_here_(mutable_here), items(std::move(items)) {}
   std::string repr() const override;
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   PyObject* python_type() const override;
   bool is_list() const { return is_list_; }
   bool mutable_here() const { return mutable_here_; }
@@ -223,6 +224,7 @@ class DictValue : public Value {
   DictValue(guards::SourcePtr source = nullptr, bool mutable_here = true)
       : Value(std::move(source)), mutable_here_(mutable_here) {}
   std::string repr() const override;
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   PyObject* python_type() const override { return (PyObject*)&PyDict_Type; }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
   py::Ref<> as_graph_arg(Tracer& tracer, ArgMode mode) const override;
@@ -257,6 +259,7 @@ class IteratorValue : public Value {
   IteratorValue(std::shared_ptr<SequenceValue> list, long enumerate_start)
       : list_(std::move(list)), enumerating_(true), enumerate_start_(enumerate_start) {}
   std::string repr() const override;
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   // The builtin iterator type CPython's iter() gives for what it iterates (list_iterator,
   // dict_keyiterator, ...); unknown (null) for the iterators of zip(), enumerate() and others.
   PyObject* python_type() const override { return type_.get(); }
@@ -315,6 +318,7 @@ class UserFunctionValue : public Value {
   UserFunctionValue(py::Ref<> code, py::Ref<> globals, std::string name, guards::SourcePtr source = nullptr)
       : Value(std::move(source)), code(std::move(code)), globals(std::move(globals)), name(std::move(name)) {}
   std::string repr() const override;
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   PyObject* python_type() const override { return (PyObject*)&PyFunction_Type; }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;

@@ -21,6 +21,7 @@ class SetValue : public Value {
  public:
   explicit SetValue(bool frozen, guards::SourcePtr source = nullptr, bool mutable_here = true);
   std::string repr() const override;
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
   PyObject* python_type() const override { return frozen_ ? (PyObject*)&PyFrozenSet_Type : (PyObject*)&PySet_Type; }
   bool frozen() const { return frozen_; }
   ValuePtr get_attr(Tracer& tracer, const std::string& name) override;
