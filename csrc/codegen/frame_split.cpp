@@ -145,6 +145,58 @@ void keep_instance_first(PyCodeObject* code, std::vector<std::string>& names,
   names.insert(names.begin(), first);
 }
 
+// The stack a resume function takes: a slot kind per entry, and a context manager's object
+// for a `with` block it enters again.
+struct ResumeStack {
+  std::vector<StackSlot> slots;
+  std::vector<py::Ref<>> contexts;
+  void push(StackSlot slot) {
+    slots.push_back(slot);
+    contexts.emplace_back();
+  }
+};
+
+// The bottom `count` entries of the stack at the break.
+ResumeStack stack_prefix(const std::vector<StackSlot>& kinds, const std::vector<py::Ref<>>& contexts, size_t count) {
+  ResumeStack prefix;
+  prefix.slots.assign(kinds.begin(), kinds.begin() + static_cast<std::ptrdiff_t>(count));
+  for (size_t i = 0; i < count; ++i) prefix.contexts.push_back(contexts[i].copy());
+  return prefix;
+}
+
+// Resume functions of one frame's break: each continues at an offset with a stack, taking the
+// locals live there.
+struct ResumeTarget {
+  PyCodeObject* code;
+  const InstructionList& instructions;
+  const trace::BreakState& state;
+
+  ResumeCall resume_at(int offset, const ResumeStack& stack) const {
+    std::vector<std::string> live = bytecode::live_locals_at(instructions, index_of_offset(instructions, offset));
+    std::vector<std::string> names;
+    for (const auto& [name, plan] : state.locals)
+      if (std::find(live.begin(), live.end(), name) != live.end()) names.push_back(name);
+    keep_instance_first(code, names, state.locals);
+    ResumeCall resume;
+    resume.code = resume_code_for(code, offset, stack.slots, stack.contexts, names);
+    for (StackSlot slot : stack.slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
+    resume.locals = std::move(names);
+    return resume;
+  }
+};
+
+// Where the breaking instruction (at `offset` of the original) sits in the handler's resume
+// code, in code units; `unknown` when that code does not hold it.
+int lasti_in_resume(PyCodeObject* code, int offset, PyObject* resume_code, int unknown) {
+  const int original = original_offset(reinterpret_cast<PyObject*>(code), offset);
+  int lasti = unknown;
+  if (const ResumeOrigin* origin = resume_origin(resume_code)) {
+    for (const auto& [mine, theirs] : origin->offsets)
+      if (theirs == original) lasti = mine / 2;
+  }
+  return lasti;
+}
+
 }  // namespace
 
 FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
@@ -182,52 +234,20 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
   std::vector<StackSlot> kinds;
   std::vector<py::Ref<>> contexts;
   stack_kinds(stack, split.site, kinds, contexts);
+  const ResumeTarget target{code, instructions, state};
   for (const Continuation& next : split.site.continuations) {
-    std::vector<StackSlot> slots(kinds.begin(), kinds.end() - std::min(kinds.size(), static_cast<size_t>(next.pops)));
-    std::vector<py::Ref<>> slot_contexts;
-    for (size_t i = 0; i < slots.size(); ++i) slot_contexts.push_back(contexts[i].copy());
-    for (int i = 0; i < next.pushes; ++i) {
-      slots.push_back(i == next.null_pushed ? StackSlot::Null : StackSlot::Value);
-      slot_contexts.emplace_back();
-    }
-    std::vector<std::string> live = bytecode::live_locals_at(instructions, index_of_offset(instructions, next.offset));
-    std::vector<std::string> names;
-    for (const auto& [name, plan] : state.locals)
-      if (std::find(live.begin(), live.end(), name) != live.end()) names.push_back(name);
-    keep_instance_first(code, names, state.locals);
-    ResumeCall resume;
-    resume.code = resume_code_for(code, next.offset, slots, slot_contexts, names);
-    for (StackSlot slot : slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
-    resume.locals = std::move(names);
-    call.resumes.push_back(std::move(resume));
+    ResumeStack resumed = stack_prefix(kinds, contexts, kinds.size() - std::min(kinds.size(), static_cast<size_t>(next.pops)));
+    for (int i = 0; i < next.pushes; ++i) resumed.push(i == next.null_pushed ? StackSlot::Null : StackSlot::Value);
+    call.resumes.push_back(target.resume_at(next.offset, resumed));
   }
   if (split.site.handler) {
-    // If the instruction raises, the original's handler takes over: its own continuation.
+    // If the instruction raises, the original's handler takes over: its own continuation,
+    // with the exception (and, for a `lasti` handler, the offset) pushed.
     const ExceptionHandler& handler = *split.site.handler;
-    const size_t depth = std::min(kinds.size(), static_cast<size_t>(handler.depth));
-    std::vector<StackSlot> slots(kinds.begin(), kinds.begin() + depth);
-    std::vector<py::Ref<>> slot_contexts;
-    for (size_t i = 0; i < depth; ++i) slot_contexts.push_back(contexts[i].copy());
-    for (int extra = handler.lasti ? 2 : 1; extra > 0; --extra) {
-      slots.push_back(StackSlot::Value);
-      slot_contexts.emplace_back();
-    }
-    std::vector<std::string> live = bytecode::live_locals_at(instructions, index_of_offset(instructions, handler.offset));
-    std::vector<std::string> names;
-    for (const auto& [name, plan] : state.locals)
-      if (std::find(live.begin(), live.end(), name) != live.end()) names.push_back(name);
-    keep_instance_first(code, names, state.locals);
-    ResumeCall resume;
-    resume.code = resume_code_for(code, handler.offset, slots, slot_contexts, names);
-    for (StackSlot slot : slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
-    resume.locals = std::move(names);
-    // Where the breaking instruction sits in that resume code (in code units).
-    const int original = original_offset(reinterpret_cast<PyObject*>(code), offset);
-    if (const ResumeOrigin* origin = resume_origin(resume.code.get())) {
-      for (const auto& [mine, theirs] : origin->offsets)
-        if (theirs == original) call.handler_lasti = mine / 2;
-    }
-    call.handler_resume = std::move(resume);
+    ResumeStack resumed = stack_prefix(kinds, contexts, std::min(kinds.size(), static_cast<size_t>(handler.depth)));
+    for (int extra = handler.lasti ? 2 : 1; extra > 0; --extra) resumed.push(StackSlot::Value);
+    call.handler_resume = target.resume_at(handler.offset, resumed);
+    call.handler_lasti = lasti_in_resume(code, offset, call.handler_resume->code.get(), call.handler_lasti);
   }
   call.stack = std::move(stack);
   call.locals = state.locals;
