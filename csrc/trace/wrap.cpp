@@ -343,6 +343,169 @@ std::shared_ptr<UserFunctionValue> Tracer::wrap_user_function(PyObject* real, co
   return value;
 }
 
+namespace {
+
+using K = GuardLog::Kind;
+
+ValuePtr wrap_module(Tracer& t, PyObject* real, const SourcePtr& source, bool leaf) {
+  if (ValuePtr known = t.known_object(real, source)) return known;
+  // One the code made before a break is a new object on each call: never pinned.
+  bool pinned = !made_before_a_break(source);
+  t.guards.add(pinned ? K::Id : K::Type, source, pinned ? real : (PyObject*)Py_TYPE(real));
+  if (source) {
+    // A module inside its own __init__, before torch.nn.Module.__init__ ran, has none of a
+    // module's state yet: nothing about it is a module's to trace.
+    py::Ref<> dict = check(PyObject_GenericGetDict(real, nullptr));
+    if (PyDict_GetItemString(dict.get(), "_parameters") == nullptr)
+      unsupported("unsupported_call", std::string("a ") + Py_TYPE(real)->tp_name + " whose torch.nn.Module.__init__ has not run");
+    py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
+    t.guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
+  }
+  auto module = std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source, pinned);
+  t.side_effects.remember(real, module);
+  return module;
+}
+
+// A list or tuple from outside: its type and length guarded, each item wrapped at its index.
+ValuePtr wrap_sequence(Tracer& t, PyObject* real, const SourcePtr& source) {
+  bool is_list = PyList_Check(real);
+  if (is_list) {
+    if (ValuePtr known = t.known_object(real, source)) return known;
+  }
+  t.guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+  Py_ssize_t n = PySequence_Size(real);
+  t.guards.add(K::Length, source, nullptr, n);
+  Args items;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    py::Ref<> item = check(PySequence_GetItem(real, i));
+    py::Ref<> key = check(PyLong_FromSsize_t(i));
+    items.push_back(t.wrap(item.get(), source ? guards::item_source(source, std::move(key)) : nullptr));
+  }
+  auto sequence = std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
+  if (!is_list && !PyTuple_CheckExact(real)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(real));
+  if (is_list) t.side_effects.remember(real, sequence);
+  return sequence;
+}
+
+// A dict from outside: its keys guarded, each value wrapped under its key.
+ValuePtr wrap_dict(Tracer& t, PyObject* real, const SourcePtr& source) {
+  if (!PyDict_CheckExact(real)) unsupported("unsupported_dict", "dict subclass input " + py_repr((PyObject*)Py_TYPE(real)));
+  if (ValuePtr known = t.known_object(real, source)) return known;
+  py::Ref<> keys = check(PySequence_Tuple(check(PyDict_Keys(real)).get()));
+  t.guards.add(K::DictKeys, source, keys.get());
+  auto dict = std::make_shared<DictValue>(source, false);
+  PyObject *key, *item;  // borrowed
+  Py_ssize_t position = 0;
+  while (PyDict_Next(real, &position, &key, &item))
+    dict->set_item(key, t.wrap(item, source ? guards::item_source(source, py::Ref<>::newref(key)) : nullptr));
+  t.side_effects.remember(real, dict);
+  return dict;
+}
+
+// Pinned by its class, not its identity: an object made anew per call (a cache, an output
+// structure) must not fail an identity guard each time. What the trace reads from it is
+// guarded through its sources.
+ValuePtr wrap_object(Tracer& t, PyObject* real, const SourcePtr& source) {
+  if (ValuePtr known = t.known_object(real, source)) return known;
+  t.guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+  auto object = std::make_shared<ObjectValue>(py::Ref<>::newref((PyObject*)Py_TYPE(real)), py::Ref<>::newref(real), source);
+  t.side_effects.remember(real, object);
+  return object;
+}
+
+ValuePtr wrap_set_input(Tracer& t, PyObject* real, const SourcePtr& source) {
+  if (ValuePtr known = t.known_object(real, source)) return known;
+  std::shared_ptr<SetValue> set = source ? wrap_set(t, real, source) : nullptr;
+  if (!set) return wrap_object(t, real, source);  // members the tracer cannot hold: only passed along
+  t.side_effects.remember(real, set);
+  return set;
+}
+
+// A view of a dict from outside (`d.keys()` passed in): the dict it shows, read (and guarded)
+// through the view; the same dict reached another way is the same value. Other classes and
+// views: opaque, pinned by identity.
+ValuePtr wrap_class_or_view(Tracer& t, PyObject* real, const SourcePtr& source) {
+  PyObject* dict = guards::viewed_dict(real);
+  if (dict == nullptr || source == nullptr) {
+    t.guards.add(K::Id, source, real);
+    return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
+  }
+  t.guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
+  auto shown = std::dynamic_pointer_cast<DictValue>(t.wrap(dict, guards::viewed_dict_source(source)));
+  if (!shown) unsupported("unsupported_dict", "a view of a " + std::string(Py_TYPE(dict)->tp_name));
+  auto kind = PyDictKeys_Check(real)     ? DictViewValue::Kind::Keys
+              : PyDictValues_Check(real) ? DictViewValue::Kind::Values
+                                         : DictViewValue::Kind::Items;
+  return std::make_shared<DictViewValue>(std::move(shown), kind, source);
+}
+
+ValuePtr wrap_torch_function(Tracer& t, PyObject* real, const SourcePtr& source) {
+  if (PyMethod_Check(real) && source) {
+    // A bound classmethod (MyFunction.apply) is a new object per read: its class is guarded.
+    t.guards.add(K::Id, guards::attr_source(source, "__self__"), PyMethod_GET_SELF(real));
+    py::Ref<> target = check(PyObject_CallOneArg(t.bridge.autograd_apply_target.get(), real));
+    return std::make_shared<TorchFunctionValue>(std::move(target), source);
+  }
+  t.pin_callable(real, source);
+  return std::make_shared<TorchFunctionValue>(py::Ref<>::newref(real), source);
+}
+
+// Callables the tracer models by what they do (switches and queries of torch's or Python's
+// state, builtins): which one is called is what the trace relies on, so each is pinned.
+// Null for other kinds.
+ValuePtr wrap_modelled_callable(Tracer& t, ObjectKind kind, PyObject* real, const SourcePtr& source) {
+  switch (kind) {
+    case ObjectKind::Builtin:
+    case ObjectKind::PureFunction:
+    case ObjectKind::Disabled:
+    case ObjectKind::Folded:
+    case ObjectKind::GradMode:
+    case ObjectKind::Autocast:
+    case ObjectKind::HandledException:
+    case ObjectKind::DefaultDtypeSwitch:
+    case ObjectKind::SavedTensorsHooksSwitch:
+    case ObjectKind::SubclassDispatchSwitch:
+    case ObjectKind::NullContext:
+      t.pin_callable(real, source);
+      break;
+    default:
+      return nullptr;
+  }
+  const Bridge& bridge = t.bridge;
+  switch (kind) {
+    case ObjectKind::Builtin:
+    case ObjectKind::PureFunction:
+      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
+    case ObjectKind::Disabled:
+      return std::make_shared<GraphBreakValue>(source, "disabled_function",
+                                               "calling " + py_repr(real) + ", which is wrapped by disable() and runs eagerly");
+    case ObjectKind::Folded:
+      return std::make_shared<FoldedCallValue>(py::Ref<>::newref(real),
+                                               check(PyObject_CallOneArg(bridge.folded_result.get(), real)), source);
+    case ObjectKind::GradMode:
+      if (real == bridge.set_grad_enabled.get()) return std::make_shared<SetGradEnabledValue>(py::Ref<>::newref(real), source);
+      if (real == bridge.set_grad_enabled_class.get()) return std::make_shared<GradModeValue>(true, true, source, true);
+      return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
+    case ObjectKind::Autocast:
+      return std::make_shared<AutocastValue>(source);
+    case ObjectKind::HandledException: {
+      py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
+      const bool exc_info = PyUnicode_CompareWithASCIIString(name.get(), "exc_info") == 0;
+      return std::make_shared<HandledExceptionQueryValue>(py::Ref<>::newref(real), exc_info, source);
+    }
+    case ObjectKind::DefaultDtypeSwitch:
+      return std::make_shared<StateSwitchValue>(TorchState::DefaultDtype, py::Ref<>::newref(real), source);
+    case ObjectKind::SavedTensorsHooksSwitch:
+      return std::make_shared<StateSwitchValue>(TorchState::SavedTensorsHooks, py::Ref<>::newref(real), source);
+    case ObjectKind::SubclassDispatchSwitch:
+      return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);
+    default:  // NullContext
+      return std::make_shared<NullContextValue>(py::Ref<>::newref(real), true, source);
+  }
+}
+
+}  // namespace
+
 ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
   constexpr int kMaxWrapDepth = 48;
   if (wrap_depth_ >= kMaxWrapDepth) {
@@ -354,7 +517,6 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     explicit DepthScope(int& d) : depth(d) { ++depth; }
     ~DepthScope() { --depth; }
   } depth_scope{wrap_depth_};
-  using K = GuardLog::Kind;
   if (source && is_os_environ(real)) return std::make_shared<EnvironValue>(py::Ref<>::newref(real), source);
   ObjectKind kind = classify(real);
   // functools.partial, operator.itemgetter/attrgetter (classes and instances): known calls.
@@ -362,6 +524,7 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     if (ValuePtr functional = wrap_functional(*this, real, source)) return functional;
   if (kind == ObjectKind::Unknown)
     if (ValuePtr cached = wrap_cached_function(*this, real, source)) return cached;
+  if (ValuePtr modelled = wrap_modelled_callable(*this, kind, real, source)) return modelled;
   switch (kind) {
     case ObjectKind::Constant:
       if (PyLong_CheckExact(real) && (is_argument(source) || is_instance_attribute_of_argument(source)))
@@ -374,71 +537,15 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
       unsupported("distributed_tensor", std::string("a ") + Py_TYPE(real)->tp_name +
                                             " (tensor parallelism) is not traced yet: what reads it runs eagerly");
     case ObjectKind::Module:
-    case ObjectKind::LeafModule: {
-      if (ValuePtr known = known_object(real, source)) return known;
-      // One the code made before a break is a new object on each call: never pinned.
-      bool pinned = !made_before_a_break(source);
-      guards.add(pinned ? K::Id : K::Type, source, pinned ? real : (PyObject*)Py_TYPE(real));
-      if (source) {
-        // A module inside its own __init__, before torch.nn.Module.__init__ ran, has none of a
-        // module's state yet: nothing about it is a module's to trace.
-        py::Ref<> dict = check(PyObject_GenericGetDict(real, nullptr));
-        if (PyDict_GetItemString(dict.get(), "_parameters") == nullptr)
-          unsupported("unsupported_call", std::string("a ") + Py_TYPE(real)->tp_name + " whose torch.nn.Module.__init__ has not run");
-        py::Ref<> training = check(PyObject_GetAttrString(real, "training"));
-        guards.add(K::Equals, guards::attr_source(source, "training"), training.get());
-      }
-      bool leaf = kind == ObjectKind::LeafModule;
-      auto module = std::make_shared<ModuleValue>(py::Ref<>::newref(real), leaf, source, pinned);
-      side_effects.remember(real, module);
-      return module;
-    }
+    case ObjectKind::LeafModule:
+      return wrap_module(*this, real, source, kind == ObjectKind::LeafModule);
     case ObjectKind::Tuple:
-    case ObjectKind::List: {
-      bool is_list = PyList_Check(real);
-      if (is_list) {
-        if (ValuePtr known = known_object(real, source)) return known;
-      }
-      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
-      Py_ssize_t n = PySequence_Size(real);
-      guards.add(K::Length, source, nullptr, n);
-      Args items;
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        py::Ref<> item = check(PySequence_GetItem(real, i));
-        py::Ref<> key = check(PyLong_FromSsize_t(i));
-        items.push_back(wrap(item.get(), source ? guards::item_source(source, std::move(key)) : nullptr));
-      }
-      auto sequence = std::make_shared<SequenceValue>(is_list, std::move(items), source, false);
-      if (!is_list && !PyTuple_CheckExact(real)) sequence->tuple_type = py::Ref<>::newref((PyObject*)Py_TYPE(real));
-      if (is_list) side_effects.remember(real, sequence);
-      return sequence;
-    }
-    case ObjectKind::Dict: {
-      if (!PyDict_CheckExact(real)) unsupported("unsupported_dict", "dict subclass input " + py_repr((PyObject*)Py_TYPE(real)));
-      if (ValuePtr known = known_object(real, source)) return known;
-      py::Ref<> keys = check(PySequence_Tuple(check(PyDict_Keys(real)).get()));
-      guards.add(K::DictKeys, source, keys.get());
-      auto dict = std::make_shared<DictValue>(source, false);
-      PyObject *key, *item;  // borrowed
-      Py_ssize_t position = 0;
-      while (PyDict_Next(real, &position, &key, &item)) {
-        dict->set_item(key, wrap(item, source ? guards::item_source(source, py::Ref<>::newref(key)) : nullptr));
-      }
-      side_effects.remember(real, dict);
-      return dict;
-    }
-    case ObjectKind::Set: {
-      if (ValuePtr known = known_object(real, source)) return known;
-      std::shared_ptr<SetValue> set = source ? wrap_set(*this, real, source) : nullptr;
-      if (!set) {  // members the tracer cannot hold: an object it only passes along
-        guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
-        auto object = std::make_shared<ObjectValue>(py::Ref<>::newref((PyObject*)Py_TYPE(real)), py::Ref<>::newref(real), source);
-        side_effects.remember(real, object);
-        return object;
-      }
-      side_effects.remember(real, set);
-      return set;
-    }
+    case ObjectKind::List:
+      return wrap_sequence(*this, real, source);
+    case ObjectKind::Dict:
+      return wrap_dict(*this, real, source);
+    case ObjectKind::Set:
+      return wrap_set_input(*this, real, source);
     case ObjectKind::PythonModule:
       guards.add(K::Id, source, real);
       return std::make_shared<PythonModuleValue>(py::Ref<>::newref(real), source);
@@ -452,92 +559,28 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
           wrap(self.get(), source ? guards::attr_source(source, "__self__") : nullptr));
     }
     case ObjectKind::TorchFunction:
-      if (PyMethod_Check(real) && source) {
-        // A bound classmethod (MyFunction.apply) is a new object per read: its class is guarded.
-        guards.add(K::Id, guards::attr_source(source, "__self__"), PyMethod_GET_SELF(real));
-        py::Ref<> target = check(PyObject_CallOneArg(bridge.autograd_apply_target.get(), real));
-        return std::make_shared<TorchFunctionValue>(std::move(target), source);
-      }
-      pin_callable(real, source);
-      return std::make_shared<TorchFunctionValue>(py::Ref<>::newref(real), source);
-    case ObjectKind::Builtin:
-    case ObjectKind::PureFunction:
-      pin_callable(real, source);
-      return std::make_shared<BuiltinValue>(py::Ref<>::newref(real), source, kind == ObjectKind::PureFunction);
+      return wrap_torch_function(*this, real, source);
     case ObjectKind::GraphBreak:
       return std::make_shared<GraphBreakValue>(source, "explicit_graph_break", "graph_break() called");
-    case ObjectKind::Disabled:
-      pin_callable(real, source);
-      return std::make_shared<GraphBreakValue>(source, "disabled_function",
-                                               "calling " + py_repr(real) + ", which is wrapped by disable() and runs eagerly");
-    case ObjectKind::Folded:
-      pin_callable(real, source);
-      return std::make_shared<FoldedCallValue>(py::Ref<>::newref(real),
-                                               check(PyObject_CallOneArg(bridge.folded_result.get(), real)), source);
     case ObjectKind::Comptime:
       return std::make_shared<ComptimeFunctionValue>(py::Ref<>::newref(real), source);
-    case ObjectKind::GradMode:
-      pin_callable(real, source);
-      if (real == bridge.set_grad_enabled.get()) return std::make_shared<SetGradEnabledValue>(py::Ref<>::newref(real), source);
-      if (real == bridge.set_grad_enabled_class.get()) return std::make_shared<GradModeValue>(true, true, source, true);
-      return std::make_shared<GradModeValue>(real != bridge.no_grad.get(), true, source);
-    case ObjectKind::Autocast:
-      pin_callable(real, source);
-      return std::make_shared<AutocastValue>(source);
-    case ObjectKind::HandledException: {
-      pin_callable(real, source);
-      py::Ref<> name = check(PyObject_GetAttrString(real, "__name__"));
-      const bool exc_info = PyUnicode_CompareWithASCIIString(name.get(), "exc_info") == 0;
-      return std::make_shared<HandledExceptionQueryValue>(py::Ref<>::newref(real), exc_info, source);
-    }
     case ObjectKind::DefaultTorchFunction:
       return std::make_shared<DefaultTorchFunctionValue>(py::Ref<>::newref(real));
-    case ObjectKind::DefaultDtypeSwitch:
-      pin_callable(real, source);
-      return std::make_shared<StateSwitchValue>(TorchState::DefaultDtype, py::Ref<>::newref(real), source);
-    case ObjectKind::SavedTensorsHooksSwitch:
-      pin_callable(real, source);
-      return std::make_shared<StateSwitchValue>(TorchState::SavedTensorsHooks, py::Ref<>::newref(real), source);
-    case ObjectKind::SubclassDispatchSwitch:
-      pin_callable(real, source);
-      return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);
-    case ObjectKind::NullContext:
-      pin_callable(real, source);
-      return std::make_shared<NullContextValue>(py::Ref<>::newref(real), true, source);
     case ObjectKind::UserClass:
       guards.add(K::Id, source, real);
       return std::make_shared<ClassValue>(py::Ref<>::newref(real), source);
-    case ObjectKind::Object: {
-      // Pinned by its class, not its identity: an object made anew per call (a cache, an
-      // output structure) must not fail an identity guard each time. What the trace reads
-      // from it is guarded through its sources.
-      if (ValuePtr known = known_object(real, source)) return known;
-      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
-      auto object = std::make_shared<ObjectValue>(py::Ref<>::newref((PyObject*)Py_TYPE(real)), py::Ref<>::newref(real), source);
-      side_effects.remember(real, object);
-      return object;
-    }
+    case ObjectKind::Object:
+      return wrap_object(*this, real, source);
     case ObjectKind::NumpyFunction:
       return wrap_numpy_function(*this, real, source);
     case ObjectKind::Class:
-    case ObjectKind::DictView: {
-      // A view of a dict from outside (`d.keys()` passed in): the dict it shows, read (and
-      // guarded) through the view; the same dict reached another way is the same value.
-      PyObject* dict = guards::viewed_dict(real);
-      if (dict == nullptr || source == nullptr) {
-        guards.add(K::Id, source, real);
-        return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
-      }
-      guards.add(K::Type, source, (PyObject*)Py_TYPE(real));
-      auto shown = std::dynamic_pointer_cast<DictValue>(wrap(dict, guards::viewed_dict_source(source)));
-      if (!shown) unsupported("unsupported_dict", "a view of a " + std::string(Py_TYPE(dict)->tp_name));
-      auto kind = PyDictKeys_Check(real) ? DictViewValue::Kind::Keys
-                  : PyDictValues_Check(real) ? DictViewValue::Kind::Values : DictViewValue::Kind::Items;
-      return std::make_shared<DictViewValue>(std::move(shown), kind, source);
-    }
+    case ObjectKind::DictView:
+      return wrap_class_or_view(*this, real, source);
     case ObjectKind::Unknown:
       guards.add(K::Id, source, real);
       return std::make_shared<OpaqueValue>(py::Ref<>::newref(real), source);
+    default:  // the modelled callables, above
+      break;
   }
   throw InternalError("unhandled object kind");
 }
