@@ -85,9 +85,7 @@ def _run_only_from_now_on(code):
 
 def _never_offer_again(code):
     """Tell the hook to run this code's frames unmodified without asking (until a reset)."""
-    hook = frame_hook()
-    if hook is not None and hasattr(hook, "mark_skip"):
-        hook.mark_skip(code)
+    frame_hook().mark_skip(code)
 
 
 @dataclasses.dataclass(frozen=True)

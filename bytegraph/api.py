@@ -163,9 +163,7 @@ def optimize(
 
 def reset():
     """Forget everything compiled: every code object's cache entries and compile-time state."""
-    hook = frame_hook()
-    if hook is not None and hasattr(hook, "reset"):
-        hook.reset()
+    frame_hook().reset()
     _convert_frame.reset()
     _stack_names.reset()
     _compile_metrics.reset()

@@ -445,8 +445,7 @@ def _checked_graph_call(compiled, expected, backend_name_, graph_name):
     to the frame callback active around the user's code) and, until a call passes the
     check, its outputs are checked against the graph's: a backend returning the wrong number
     of values would otherwise make the compiled function return a wrong one."""
-    hook = frame_hook()
-    set_callback = hook.set_callback if hook is not None else (lambda callback: None)
+    set_callback = frame_hook().set_callback
     checked = expected is None
 
     @functools.wraps(compiled)

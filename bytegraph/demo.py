@@ -117,7 +117,7 @@ def _graph_ops(gm):
 
 def _entry_of(code):
     hook = frame_hook()
-    entries = hook.cache_entries(code) if hook is not None else []
+    entries = hook.cache_entries(code)
     return entries[0]["keepalive"] if entries else None
 
 

@@ -12,31 +12,18 @@ function runs directly, which is always correct, only not compiled.
 """
 
 import functools
-import importlib
 import inspect
 import threading
 
+from bytegraph import _frame
 from bytegraph import config as _config
 
 # Attribute set on functions that capture must never enter; the tracer checks it by name.
 DISABLE_MARK = "_bytegraph_disable"
 
-_NOT_LOADED = object()
-_hook_module = _NOT_LOADED
-
-
 def frame_hook():
-    """The frame-hook module `bytegraph._frame`, or None when it is not available."""
-    global _hook_module
-    if _hook_module is _NOT_LOADED:
-        try:
-            module = importlib.import_module("bytegraph._frame")
-        except ImportError:
-            module = None
-        if module is not None and not hasattr(module, "set_callback"):
-            module = None
-        _hook_module = module
-    return _hook_module
+    """The frame-hook module, `bytegraph._frame` (the C++ hook's Python face)."""
+    return _frame
 
 
 def _forced_eager():
@@ -48,16 +35,13 @@ def _forced_eager():
 def call_with_callback(callback, fn, args, kwargs):
     """Call fn(*args, **kwargs) with the thread's frame callback set to `callback` (to None
     under set_stance("force_eager"): nothing compiled, no compiled entry used)."""
-    hook = frame_hook()
-    if hook is None:
-        return fn(*args, **kwargs)
     if callback is not None and _forced_eager():
         callback = None
-    previous = hook.set_callback(callback)
+    previous = _frame.set_callback(callback)
     try:
         return fn(*args, **kwargs)
     finally:
-        hook.set_callback(previous)
+        _frame.set_callback(previous)
 
 
 class CaptureContext:
@@ -73,18 +57,14 @@ class CaptureContext:
         self._saved = threading.local()
 
     def __enter__(self):
-        hook = frame_hook()
         if not hasattr(self._saved, "stack"):
             self._saved.stack = []
         callback = None if self.callback is not None and _forced_eager() else self.callback
-        self._saved.stack.append(hook.set_callback(callback) if hook is not None else None)
+        self._saved.stack.append(_frame.set_callback(callback))
         return self
 
     def __exit__(self, *exc_info):
-        previous = self._saved.stack.pop()
-        hook = frame_hook()
-        if hook is not None:
-            hook.set_callback(previous)
+        _frame.set_callback(self._saved.stack.pop())
         return False
 
     def __call__(self, fn):
@@ -132,9 +112,7 @@ def is_skipped_code(code):
 
 def _mark_skipped(code):
     _skipped_codes.add(code)
-    hook = frame_hook()
-    if hook is not None and hasattr(hook, "mark_skip"):
-        hook.mark_skip(code)
+    _frame.mark_skip(code)
 
 
 def disable(fn=None, recursive=True):

@@ -42,7 +42,7 @@ pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 @pytest.fixture
 def hook(monkeypatch):
     fake = FakeFrameHook()
-    monkeypatch.setattr(eval_frame, "_hook_module", fake)
+    monkeypatch.setattr(eval_frame, "_frame", fake)
     return fake
 
 
@@ -507,12 +507,6 @@ def test_reset_clears_the_frame_hook_cache(hook):
     assert hook.reset_calls == 1
 
 
-def test_reset_without_a_frame_hook_is_harmless(monkeypatch):
-    monkeypatch.setattr(eval_frame, "_hook_module", None)
-    bytegraph.reset()
-    assert same(bytegraph.compile(add_one, backend="eager")(torch.ones(1)), torch.full((1,), 2.0))
-
-
 # --- config ---------------------------------------------------------------------------------
 
 
@@ -572,11 +566,6 @@ def test_run_eager_and_compiled_gives_each_run_its_own_inputs():
 # --- with the real frame hook ---------------------------------------------------------------
 
 
-def _needs_real_hook():
-    if eval_frame.frame_hook() is None:
-        pytest.skip("needs bytegraph._frame (the C++ frame hook), which this build does not have")
-
-
 def _record_offered_frames(monkeypatch):
     offered = []
 
@@ -589,7 +578,6 @@ def _record_offered_frames(monkeypatch):
 
 
 def test_real_hook_offers_the_user_frames_to_the_callback(monkeypatch):
-    _needs_real_hook()
     offered = _record_offered_frames(monkeypatch)
 
     def inner(x):
@@ -611,7 +599,6 @@ def test_real_hook_offers_the_user_frames_to_the_callback(monkeypatch):
 
 
 def test_real_hook_skips_disabled_functions(monkeypatch):
-    _needs_real_hook()
     offered = _record_offered_frames(monkeypatch)
 
     def helper(x):
