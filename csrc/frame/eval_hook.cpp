@@ -51,7 +51,7 @@ bool arguments_present(const FrameView& view) {
 // Cache lookup, then the compiler on a miss; bytegraph's own Python code (guards, compiler)
 // runs with the hook off for this thread. Throws whatever they throw.
 std::shared_ptr<CacheEntry> find_or_compile(ThreadHookState& state, const FrameView& view) {
-  HookSuspension hook_off(state);
+  DepthScope hook_off(state.busy);
   CurrentFrameScope current(view);
   g_stats.frames_seen++;
   PyObject* backend_key = state.compiler ? state.compiler->backend_key() : nullptr;
@@ -115,7 +115,7 @@ void handle_compile_failure(ThreadHookState& state, PyCodeObject* code) {
   py::Ref<> error = py::Ref<>::steal(value);
   Py_XDECREF(type);
   Py_XDECREF(traceback);
-  HookSuspension hook_off(state);  // logging runs Python code
+  DepthScope hook_off(state.busy);  // logging runs Python code
   try {
     CodeCache& cache = CodeCache::ensure(code);
     cache.set_skipped(true);
@@ -193,7 +193,7 @@ PyObject* eval_frame_hook(PyThreadState* tstate, InterpreterFrame* frame, int th
     CodeCache* cache = CodeCache::find(code);
     if (cache != nullptr && cache->run_only()) {
       // Past its recompile limit: what this frame calls is not compiled either.
-      RunOnlyScope run_only(*state);
+      DepthScope run_only(state->run_only);
       return evaluate_default(tstate, frame, throw_flag);
     }
     return evaluate_default(tstate, frame, throw_flag);

@@ -36,29 +36,18 @@ py::Ref<> set_thread_compiler(std::shared_ptr<FrameCompiler> compiler, py::Ref<>
 int enabled_thread_count();
 bool hook_installed();
 
-// Keeps the hook off for this thread while alive: around compiling and guard checks.
-// Restores the previous depth on every path out of the scope.
-class HookSuspension {
+// Raises one of the thread's depths while alive, restoring it on every path out of the scope:
+// `busy` keeps the hook off around compiling and guard checks, `run_only` marks a frame past
+// its recompile limit (see ThreadHookState).
+class DepthScope {
  public:
-  explicit HookSuspension(ThreadHookState& state) : state_(state) { state_.busy++; }
-  ~HookSuspension() { state_.busy--; }
-  HookSuspension(const HookSuspension&) = delete;
-  HookSuspension& operator=(const HookSuspension&) = delete;
+  explicit DepthScope(int& depth) : depth_(depth) { ++depth_; }
+  ~DepthScope() { --depth_; }
+  DepthScope(const DepthScope&) = delete;
+  DepthScope& operator=(const DepthScope&) = delete;
 
  private:
-  ThreadHookState& state_;
-};
-
-// Marks this thread as inside a run-only frame while alive (see ThreadHookState::run_only).
-class RunOnlyScope {
- public:
-  explicit RunOnlyScope(ThreadHookState& state) : state_(state) { state_.run_only++; }
-  ~RunOnlyScope() { state_.run_only--; }
-  RunOnlyScope(const RunOnlyScope&) = delete;
-  RunOnlyScope& operator=(const RunOnlyScope&) = delete;
-
- private:
-  ThreadHookState& state_;
+  int& depth_;
 };
 
 }  // namespace bytegraph::frame
