@@ -122,8 +122,17 @@ _PURE_TORCH_QUERIES = frozenset(id(fn) for fn in (
     getattr(torch._C, "_is_any_autocast_enabled", None),
     torch.backends.mps.is_available, torch.distributed.is_available,
     torch._C._infer_size,  # the broadcast shape of two sizes: an error, or the same answer each time
-    torch._C._autograd._saved_tensors_hooks_get_disabled_error_message,
 ) if fn is not None)
+
+
+# Whether saved-tensors hooks are disabled: the query and the two switches (what
+# torch.autograd.graph.disable_saved_tensors_hooks calls), modelled by the tracer, which has
+# the global-state guard compare that state only when a trace used them.
+_SAVED_TENSORS_HOOKS_STATE = frozenset(id(fn) for fn in (
+    torch._C._autograd._saved_tensors_hooks_get_disabled_error_message,
+    torch._C._autograd._saved_tensors_hooks_disable,
+    torch._C._autograd._saved_tensors_hooks_enable,
+))
 
 
 _IMMUTABLE_OWNER_TYPES = (str, bytes, int, float, complex, tuple, frozenset)
@@ -351,8 +360,8 @@ def _classify_by_rules(obj) -> str:
         return "subclass_dispatch_switch"
     if obj is torch.set_default_dtype or obj is torch._C._set_default_dtype:
         return "default_dtype_switch"
-    if obj is torch._C._autograd._saved_tensors_hooks_disable or obj is torch._C._autograd._saved_tensors_hooks_enable:
-        return "saved_tensors_hooks_switch"
+    if id(obj) in _SAVED_TENSORS_HOOKS_STATE:
+        return "saved_tensors_hooks"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
     if type(obj) is frozenset:

@@ -222,6 +222,28 @@ def test_disable_saved_tensors_hooks_inside_the_trace_is_in_the_graph_and_put_ba
     assert counter.frame_count == 2  # the state it started from differed: another entry
 
 
+def test_saved_tensors_hooks_state_is_guarded_only_where_a_trace_used_it():
+    autograd = torch._C._autograd
+
+    def reads(x):
+        return x + (autograd._saved_tensors_hooks_get_disabled_error_message() is None)
+
+    def plain(x):
+        return x + 1
+
+    def listed(fn):
+        return any("saved tensors hooks" in guard for guard in bytegraph.explain(fn)(X).guards)
+
+    assert listed(reads) and not listed(plain)
+    # The plain function's entry serves a caller with hooks disabled: it does not depend on that.
+    counter = CompileCounter()
+    compiled = bytegraph.compile(plain, backend=counter)
+    compiled(X)
+    with torch.autograd.graph.disable_saved_tensors_hooks("off"):
+        assert same(compiled(X), plain(X))
+    assert counter.frame_count == 1
+
+
 def test_deterministic_algorithms_toggled():
     def build():
         def f(x):

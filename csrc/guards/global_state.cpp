@@ -52,7 +52,6 @@ enum Component : int {
   kDeterministicWarnOnly,
   kTorchFunctionEnabled,
   kTorchFunctionModes,
-  kSavedTensorsHooksDisabled,
   kComponentCount,
 };
 
@@ -65,7 +64,6 @@ constexpr std::array<const char*, kComponentCount> kComponentNames = {
     "deterministic algorithms warn only",
     "torch function enabled",
     "torch function modes active",
-    "saved tensors hooks disabled (the error message, None when enabled)",
 };
 
 // Autocast per device type: whether it is on and the dtype it casts to. Read only when the
@@ -75,6 +73,7 @@ constexpr std::array<const char*, 2> kAutocastDevices = {"cpu", "cuda"};
 struct Readers {
   std::array<Query, kComponentCount> components;
   Query is_autocast_enabled, get_autocast_dtype, is_autocast_cache_enabled, mode_at;
+  Query saved_tensors_hooks_message;  // None while enabled
   std::array<py::Ref<>, kAutocastDevices.size()> device_names;
 
   static const Readers& get() {
@@ -91,7 +90,7 @@ struct Readers {
       r->components[kTorchFunctionEnabled] = Query(m, "_is_torch_function_enabled");
       r->components[kTorchFunctionModes] = Query(m, "_len_torch_function_stack");
       py::Ref<> autograd = check(PyObject_GetAttrString(m, "_autograd"));
-      r->components[kSavedTensorsHooksDisabled] = Query(autograd.get(), "_saved_tensors_hooks_get_disabled_error_message");
+      r->saved_tensors_hooks_message = Query(autograd.get(), "_saved_tensors_hooks_get_disabled_error_message");
       r->is_autocast_enabled = Query(m, "is_autocast_enabled");
       r->get_autocast_dtype = Query(m, "get_autocast_dtype");
       r->is_autocast_cache_enabled = Query(m, "is_autocast_cache_enabled");
@@ -103,6 +102,8 @@ struct Readers {
     return *readers;
   }
 };
+
+constexpr const char* kSavedTensorsHooksName = "saved tensors hooks disabled (the error message, None when enabled)";
 
 bool handling_an_exception() {
   auto handled = py::Ref<>::steal(PyErr_GetHandledException());
@@ -183,6 +184,8 @@ class GlobalStateMatch final : public LeafGuard {
     for (const auto& entry : details(snapshot_).values)
       if (snapshot_.autocast_details || !entry.autocast) text += ", " + entry.name + " == " + text_of(entry.value.get());
     if (snapshot_.no_handled_exception) text += ", sys.exception() is None";
+    if (snapshot_.compare_saved_tensors_hooks)
+      text += std::string(", ") + kSavedTensorsHooksName + " == " + text_of(snapshot_.saved_tensors_hooks_message.get());
     return text;
   }
   std::string dedupe_key() const override { return "GLOBAL_STATE"; }
@@ -202,6 +205,12 @@ class GlobalStateMatch final : public LeafGuard {
       py::Ref<> now = r.components[i]();
       if (!same_value(now.get(), snapshot_.components[i].get()))
         return std::string(kComponentNames[i]) + ": traced with " + text_of(snapshot_.components[i].get()) +
+               ", called with " + text_of(now.get());
+    }
+    if (snapshot_.compare_saved_tensors_hooks) {
+      py::Ref<> now = r.saved_tensors_hooks_message();
+      if (!same_value(now.get(), snapshot_.saved_tensors_hooks_message.get()))
+        return std::string(kSavedTensorsHooksName) + ": traced with " + text_of(snapshot_.saved_tensors_hooks_message.get()) +
                ", called with " + text_of(now.get());
     }
     if (snapshot_.no_handled_exception && handling_an_exception())
@@ -231,6 +240,7 @@ GlobalStateSnapshot GlobalStateSnapshot::now() {
   snapshot.details = std::make_shared<const GlobalStateDetails>(GlobalStateDetails::read(r, modes));
   snapshot.compare_details = modes > 0;
   if (snapshot.components[kAnyAutocast].get() == Py_True) snapshot.compare_autocast_settings();
+  snapshot.saved_tensors_hooks_message = r.saved_tensors_hooks_message();
   return snapshot;
 }
 

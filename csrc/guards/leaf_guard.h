@@ -81,6 +81,10 @@ struct GlobalStateSnapshot {
   // The thread handles no exception when the frame starts (sys.exception() is None there):
   // the trace answered sys.exception() / sys.exc_info() outside its own except blocks.
   bool no_handled_exception = false;
+  // Whether saved-tensors hooks are disabled (their message; None when enabled), compared only
+  // when the trace read or switched it: a pybind call the hot path otherwise does without.
+  py::Ref<> saved_tensors_hooks_message;
+  bool compare_saved_tensors_hooks = false;
 };
 LeafPtr make_global_state_match(GlobalStateSnapshot snapshot);
 bool grad_mode_enabled_now();

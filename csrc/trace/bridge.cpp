@@ -100,7 +100,7 @@ ObjectKind classify(PyObject* object) {
       {"default_torch_function", ObjectKind::DefaultTorchFunction},
       {"subclass_dispatch_switch", ObjectKind::SubclassDispatchSwitch},
       {"default_dtype_switch", ObjectKind::DefaultDtypeSwitch},
-      {"saved_tensors_hooks_switch", ObjectKind::SavedTensorsHooksSwitch},
+      {"saved_tensors_hooks", ObjectKind::SavedTensorsHooks},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},

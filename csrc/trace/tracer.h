@@ -119,6 +119,8 @@ class Tracer {
   bool torch_function_inlined = false;
   // A folded query read autocast settings (the global-state guard then compares them always).
   bool read_autocast_settings = false;
+  // The trace read or switched whether saved-tensors hooks are disabled (values/state_switch.h).
+  bool read_saved_tensors_hooks = false;
   // sys.exception() / sys.exc_info() was answered as none outside the trace's except blocks:
   // the global-state guard checks that the frame starts with no exception handled.
   bool read_no_handled_exception = false;

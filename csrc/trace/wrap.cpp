@@ -463,7 +463,7 @@ ValuePtr wrap_modelled_callable(Tracer& t, ObjectKind kind, PyObject* real, cons
     case ObjectKind::Autocast:
     case ObjectKind::HandledException:
     case ObjectKind::DefaultDtypeSwitch:
-    case ObjectKind::SavedTensorsHooksSwitch:
+    case ObjectKind::SavedTensorsHooks:
     case ObjectKind::SubclassDispatchSwitch:
     case ObjectKind::NullContext:
       t.pin_callable(real, source);
@@ -495,7 +495,7 @@ ValuePtr wrap_modelled_callable(Tracer& t, ObjectKind kind, PyObject* real, cons
     }
     case ObjectKind::DefaultDtypeSwitch:
       return std::make_shared<StateSwitchValue>(TorchState::DefaultDtype, py::Ref<>::newref(real), source);
-    case ObjectKind::SavedTensorsHooksSwitch:
+    case ObjectKind::SavedTensorsHooks:
       return std::make_shared<StateSwitchValue>(TorchState::SavedTensorsHooks, py::Ref<>::newref(real), source);
     case ObjectKind::SubclassDispatchSwitch:
       return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);

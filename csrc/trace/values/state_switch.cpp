@@ -44,6 +44,11 @@ ValuePtr StateSwitchValue::call(Tracer& tracer, const Args& args, const KwArgs& 
       unsupported("unsupported_call", "torch.set_default_dtype with these arguments");
     before = check(PyObject_CallNoArgs(functions.get_dtype.get()));
   } else {
+    tracer.read_saved_tensors_hooks = true;
+    if (function_.get() == functions.hooks_message.get()) {  // the query: folded
+      if (!args.empty() || !kwargs.empty()) unsupported("unsupported_call", "the saved-tensors-hooks query with arguments");
+      return ConstantValue::make(check(PyObject_CallNoArgs(function_.get())));
+    }
     const bool disable = function_.get() == functions.hooks_disable.get();
     if (!kwargs.empty() || (disable ? args.size() != 1 || !is_constant_string(args[0]) : !args.empty()))
       unsupported("unsupported_call", "a saved-tensors-hooks switch with these arguments");

@@ -6,9 +6,10 @@
 //   tests write one): the dtype factory calls make;
 // - torch._C._autograd._saved_tensors_hooks_disable / _enable (what
 //   torch.autograd.graph.disable_saved_tensors_hooks does): whether saved-tensor hooks may
-//   be registered, and the error raised if one is.
+//   be registered, and the error raised if one is. Its query,
+//   _saved_tensors_hooks_get_disabled_error_message, folds to the state's value.
 // A rollback, and the end of the trace, put the state back; the global-state guard pins the
-// state each call starts with.
+// state each call starts with (saved-tensors hooks: only for a trace that used them).
 #pragma once
 
 #include "trace/value.h"
