@@ -6,15 +6,6 @@
 
 namespace bytegraph::trace {
 
-std::string NullContextValue::repr() const {
-  return "NullContextVariable(" + std::string(reinterpret_cast<PyTypeObject*>(cls_.get())->tp_name) +
-         (is_class_ ? ", class)" : ")");
-}
-
-PyObject* NullContextValue::python_type() const {
-  return is_class_ ? (PyObject*)Py_TYPE(cls_.get()) : cls_.get();
-}
-
 ValuePtr NullContextValue::call(Tracer&, const Args&, const KwArgs&) {
   // The arguments (activities, a schedule, a label) configure profiling, which compiled code
   // does not do.

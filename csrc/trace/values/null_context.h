@@ -4,25 +4,18 @@
 // trace, they record nothing; a break inside their block re-enters nothing.
 #pragma once
 
-#include "trace/value.h"
+#include "trace/values/context_class.h"
 
 namespace bytegraph::trace {
 
-class NullContextValue : public Value {
+class NullContextValue : public ContextClassValue {
  public:
-  // `cls`: the class (is_class) or the class an instance was made from.
   NullContextValue(py::Ref<> cls, bool is_class, guards::SourcePtr source = nullptr)
-      : Value(std::move(source)), cls_(std::move(cls)), is_class_(is_class) {}
-  std::string repr() const override;
-  PyObject* python_type() const override;
-  bool truthy(Tracer&) const override { return true; }
+      : ContextClassValue(std::move(cls), is_class, std::move(source)) {}
+  std::string repr() const override { return repr_as("NullContextVariable"); }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   // Records nothing; __enter__ returns the object itself.
   std::optional<std::pair<ValuePtr, ValuePtr>> enter_with(Tracer& tracer) override;
-
- private:
-  py::Ref<> cls_;
-  bool is_class_;
 };
 
 // The __exit__ of a null context's block: records nothing. Planned as a grad-mode block's

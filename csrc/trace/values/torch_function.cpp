@@ -162,15 +162,6 @@ class SubclassDispatchExitValue : public GradModeExitValue {
 
 }  // namespace
 
-std::string SubclassDispatchSwitchValue::repr() const {
-  return "TorchFunctionDisableVariable(" + std::string(reinterpret_cast<PyTypeObject*>(cls_.get())->tp_name) +
-         (is_class_ ? ", class)" : ")");
-}
-
-PyObject* SubclassDispatchSwitchValue::python_type() const {
-  return is_class_ ? (PyObject*)Py_TYPE(cls_.get()) : cls_.get();
-}
-
 ValuePtr SubclassDispatchSwitchValue::call(Tracer&, const Args& args, const KwArgs& kwargs) {
   if (!is_class_ || !args.empty() || !kwargs.empty()) unsupported("unsupported_call", "calling " + repr() + " with arguments");
   return std::make_shared<SubclassDispatchSwitchValue>(cls_.copy(), false);

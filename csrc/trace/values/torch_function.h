@@ -10,6 +10,7 @@
 
 #include "graph/graph.h"
 #include "trace/value.h"
+#include "trace/values/context_class.h"
 
 namespace bytegraph::trace {
 
@@ -43,19 +44,13 @@ class DefaultTorchFunctionValue : public Value {
 // torch._C.DisableTorchFunctionSubclass / DisableTorchFunction in traced code (the class, or
 // an instance made in the trace): its block traces with subclass dispatch off. Nothing is
 // recorded; a break inside the block cannot re-enter it, so the frame is not split there.
-class SubclassDispatchSwitchValue : public Value {
+class SubclassDispatchSwitchValue : public ContextClassValue {
  public:
   SubclassDispatchSwitchValue(py::Ref<> cls, bool is_class, guards::SourcePtr source = nullptr)
-      : Value(std::move(source)), cls_(std::move(cls)), is_class_(is_class) {}
-  std::string repr() const override;
-  PyObject* python_type() const override;
-  bool truthy(Tracer&) const override { return true; }
+      : ContextClassValue(std::move(cls), is_class, std::move(source)) {}
+  std::string repr() const override { return repr_as("TorchFunctionDisableVariable"); }
   ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override;
   std::optional<std::pair<ValuePtr, ValuePtr>> enter_with(Tracer& tracer) override;
-
- private:
-  py::Ref<> cls_;
-  bool is_class_;
 };
 
 // Subclass dispatch off for a scope (an override's body, the default's op), as
