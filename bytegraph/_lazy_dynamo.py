@@ -53,18 +53,32 @@ _STANDALONE = frozenset({"config", "source", "utils", "bytecode_analysis", "byte
                          "graph_utils", "metrics_context"})
 
 
-class _AlreadyImported:
-    """The loader of a submodule that the package's __init__ has just imported: the import
-    statement that asked for it gets that module object, not a second copy."""
+class _PackageFirst:
+    """The loader of a submodule asked for while the package is deferred: the package's
+    __init__ runs first, then the import gets the module __init__ imported, or the submodule
+    loaded by its own loader when __init__ did not import it.
 
-    def __init__(self, module):
-        self._module, self._spec, self._loader = module, module.__spec__, module.__loader__
+    The package runs here, not in find_spec: the import system calls finders holding its
+    global lock, and a whole package imported under that lock deadlocks against another
+    thread's import (which needs the global lock to take its module's lock)."""
+
+    def __init__(self, loader):
+        self._loader = loader
+        self._imported = None  # (module, its own __spec__ and __loader__) when __init__ made it
 
     def create_module(self, spec):
-        return self._module
+        _load_now()
+        module = sys.modules.get(spec.name)
+        if module is not None:
+            self._imported = (module, module.__spec__, module.__loader__)
+            return module
+        spec.loader = self._loader  # the import system execs it with its own loader
+        return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        module.__spec__, module.__loader__ = self._spec, self._loader
+        # Only for a module __init__ imported (ran already): the import system has just set
+        # this spec on it; it keeps the one it was imported with.
+        _, module.__spec__, module.__loader__ = self._imported
 
 
 class _SubmoduleFinder:
@@ -76,12 +90,13 @@ class _SubmoduleFinder:
             return None
         if fullname.split(".")[2] in _STANDALONE:
             return None
-        _load(sys.modules[_NAME])
-        module = sys.modules.get(fullname)
-        if module is None:
-            return None  # not imported by __init__: the normal finders import it now
-        return importlib.util.spec_from_loader(fullname, _AlreadyImported(module),
-                                               is_package=hasattr(module, "__path__"))
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not _SubmoduleFinder else None
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PackageFirst(spec.loader)
+                return spec
+        return None
 
 
 class _DisabledUntilLoaded:

@@ -37,3 +37,31 @@ def test_a_compile_with_a_callable_backend_does_not_run_torch_dynamo():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": REPO})
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_deferred_torch_dynamo_runs_outside_the_global_import_lock():
+    # Importing a torch._dynamo submodule runs the deferred package first. The import system
+    # calls finders holding its global lock; running the package there deadlocked threads
+    # that import at the same time (each needs the global lock to take its module's lock).
+    script = textwrap.dedent("""
+        import _imp, sys, torch, bytegraph
+        from bytegraph import _lazy_dynamo
+        package = sys.modules["torch._dynamo"]
+        assert not _lazy_dynamo.loaded()
+        loader, held = package.__spec__.loader, []
+        run_package = loader.exec_module
+        def exec_module(module):
+            held.append(_imp.lock_held())
+            return run_package(module)
+        loader.exec_module = exec_module
+        import torch._dynamo.convert_frame as convert_frame
+        from torch._dynamo import convert_frame as again
+        assert held == [False] and _lazy_dynamo.loaded(), held
+        assert convert_frame is again is sys.modules["torch._dynamo.convert_frame"]
+        assert convert_frame.__spec__.loader is convert_frame.__loader__
+        assert type(convert_frame.__loader__).__name__ == "SourceFileLoader"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": REPO})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
