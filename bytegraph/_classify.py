@@ -134,6 +134,14 @@ _SAVED_TENSORS_HOOKS_STATE = frozenset(id(fn) for fn in (
     torch._C._autograd._saved_tensors_hooks_enable,
 ))
 
+# Which scaled-dot-product-attention backends may run, and in what order: the switches and
+# queries torch.nn.attention.sdpa_kernel calls. Modelled by the tracer like the above.
+_SDP_BACKENDS_STATE = frozenset(id(getattr(torch._C, name)) for name in (
+    *(f"_set_sdp_use_{backend}" for backend in ("flash", "mem_efficient", "math", "cudnn", "overrideable")),
+    *(f"_get_{backend}_sdp_enabled" for backend in ("flash", "mem_efficient", "math", "cudnn", "overrideable")),
+    "_set_sdp_priority_order", "_get_sdp_priority_order",
+) if hasattr(torch._C, name))
+
 
 _IMMUTABLE_OWNER_TYPES = (str, bytes, int, float, complex, tuple, frozenset)
 # Functions of the standard library whose answer depends on their arguments alone: folded on
@@ -362,6 +370,8 @@ def _classify_by_rules(obj) -> str:
         return "default_dtype_switch"
     if id(obj) in _SAVED_TENSORS_HOOKS_STATE:
         return "saved_tensors_hooks"
+    if id(obj) in _SDP_BACKENDS_STATE:
+        return "sdp_backends"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
     if type(obj) is frozenset:

@@ -7,12 +7,14 @@ miss. The objects here set the callback for exactly the span of user code they w
 - `CaptureContext(callback)`: a decorator and a context manager; `callback=None` disables.
 - `disable(fn)`: run `fn` (and everything it calls) with capture off.
 
-The hook module is imported lazily: when it is not built, capture is a no-op and the user's
-function runs directly, which is always correct, only not compiled.
+Entering a capturing span also starts a new module generation for torch's
+`GenerationTracker` once torch._dynamo is loaded, as torch.compile's contexts do (CUDA graph
+trees and torch's own tests read it); before that nothing can read it.
 """
 
 import functools
 import inspect
+import sys
 import threading
 
 from bytegraph import _frame
@@ -32,11 +34,19 @@ def _forced_eager():
     return stance.current().name == "force_eager"
 
 
+def _new_module_generation():
+    tracker = sys.modules.get("torch._dynamo.mutation_guard")
+    if tracker is not None:
+        tracker.install_generation_tagging_init()  # idempotent patch, then generation += 1
+
+
 def call_with_callback(callback, fn, args, kwargs):
     """Call fn(*args, **kwargs) with the thread's frame callback set to `callback` (to None
     under set_stance("force_eager"): nothing compiled, no compiled entry used)."""
-    if callback is not None and _forced_eager():
-        callback = None
+    if callback is not None:
+        _new_module_generation()
+        if _forced_eager():
+            callback = None
     previous = _frame.set_callback(callback)
     try:
         return fn(*args, **kwargs)
@@ -59,7 +69,11 @@ class CaptureContext:
     def __enter__(self):
         if not hasattr(self._saved, "stack"):
             self._saved.stack = []
-        callback = None if self.callback is not None and _forced_eager() else self.callback
+        callback = self.callback
+        if callback is not None:
+            _new_module_generation()
+            if _forced_eager():
+                callback = None
         self._saved.stack.append(_frame.set_callback(callback))
         return self
 

@@ -629,3 +629,20 @@ def test_graph_breaks_are_counted_where_torch_dynamo_counts_them():
     bytegraph.compile(f, backend="eager")(torch.ones(2))
     assert sum(counters["graph_break"].values()) == 1
     assert "graph_break() called" in next(iter(counters["graph_break"]))
+
+
+def test_each_capturing_span_starts_a_new_module_generation_once_torch_dynamo_is_loaded():
+    # torch's GenerationTracker (read by CUDA graph trees and torch's own tests) counts
+    # capturing spans and tags each nn.Module with the span it was made in.
+    from torch._dynamo.mutation_guard import GenerationTracker
+
+    compiled = bytegraph.compile(lambda x: x + 1, backend="eager")
+    compiled(torch.ones(2))
+    before = GenerationTracker.generation
+    compiled(torch.ones(2))
+    assert GenerationTracker.generation == before + 1
+    old = torch.nn.Linear(2, 2)
+    with bytegraph.optimize("eager"):
+        new = torch.nn.Linear(2, 2)
+    assert GenerationTracker.get_generation_value(new) == before + 2
+    assert GenerationTracker.get_generation_value(old) == before + 1

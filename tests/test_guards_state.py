@@ -244,6 +244,58 @@ def test_saved_tensors_hooks_state_is_guarded_only_where_a_trace_used_it():
     assert counter.frame_count == 1
 
 
+def test_sdp_backend_disabled_by_the_caller():
+    def build():
+        def f(x):
+            return x + 1 if torch.backends.cuda.math_sdp_enabled() else x - 1
+        return (f, *with_setting(lambda: torch.backends.cuda.enable_math_sdp(False),
+                                 lambda: torch.backends.cuda.enable_math_sdp(True)))
+    check_state_change(build)
+
+
+def test_sdpa_kernel_inside_the_trace_is_in_the_graph_and_put_back():
+    from torch.nn.attention import SDPBackend, _cur_sdpa_kernel_backends, sdpa_kernel
+
+    def f(q):
+        with sdpa_kernel([SDPBackend.MATH]):
+            inside = _cur_sdpa_kernel_backends()
+            out = F.scaled_dot_product_attention(q, q, q)
+        return out, len(inside), torch.backends.cuda.flash_sdp_enabled()
+
+    q = torch.randn(1, 2, 3, 4)
+    before = _cur_sdpa_kernel_backends()
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        out = compiled(q)
+        assert _cur_sdpa_kernel_backends() == before  # put back
+        assert same(out, f(q)) and out[1] == 1
+    assert counter.frame_count == 1
+    targets = [node.target for node in counter.graphs[0].graph.nodes if node.op == "call_function"]
+    assert targets.count(torch._C._set_sdp_use_math) == 2  # entered and exited inside the graph
+    # The entry started from every backend enabled: a caller that disabled one gets another.
+    torch.backends.cuda.enable_flash_sdp(False)
+    try:
+        assert same(compiled(q), f(q))
+        assert not torch.backends.cuda.flash_sdp_enabled()  # the exit restored the caller's state
+    finally:
+        torch.backends.cuda.enable_flash_sdp(True)
+    assert counter.frame_count == 2
+
+
+def test_sdp_backends_are_guarded_only_where_a_trace_used_them():
+    def reads(x):
+        return x + torch.backends.cuda.math_sdp_enabled()
+
+    def plain(x):
+        return x + 1
+
+    def listed(fn):
+        return any("scaled dot product attention" in guard for guard in bytegraph.explain(fn)(X).guards)
+
+    assert listed(reads) and not listed(plain)
+
+
 def test_deterministic_algorithms_toggled():
     def build():
         def f(x):

@@ -4,7 +4,9 @@
 // inference mode what kind of tensors come out; a torch-function mode (also how
 // torch.set_default_device works) what every torch call does. The trace also folds queries of
 // these (`torch.is_autocast_enabled()`) into constants. One leaf on the tree's root compares a
-// snapshot taken when the frame started with the state at each call.
+// snapshot taken when the frame started with the state at each call. State few traces touch
+// (saved-tensors hooks disabled, the scaled-dot-product-attention backends) is compared only
+// for a trace that read or switched it.
 //
 // The hot path calls each reader's C function directly (they are METH_NOARGS builtins of
 // torch._C): no argument tuple, no vectorcall dispatch, ~10 ns a component.
@@ -73,7 +75,8 @@ constexpr std::array<const char*, 2> kAutocastDevices = {"cpu", "cuda"};
 struct Readers {
   std::array<Query, kComponentCount> components;
   Query is_autocast_enabled, get_autocast_dtype, is_autocast_cache_enabled, mode_at;
-  Query saved_tensors_hooks_message;  // None while enabled
+  // Per TracedState, the queries whose answers make its value (several: a tuple of them).
+  std::array<std::vector<Query>, kTracedStateCount> traced;
   std::array<py::Ref<>, kAutocastDevices.size()> device_names;
 
   static const Readers& get() {
@@ -90,7 +93,11 @@ struct Readers {
       r->components[kTorchFunctionEnabled] = Query(m, "_is_torch_function_enabled");
       r->components[kTorchFunctionModes] = Query(m, "_len_torch_function_stack");
       py::Ref<> autograd = check(PyObject_GetAttrString(m, "_autograd"));
-      r->saved_tensors_hooks_message = Query(autograd.get(), "_saved_tensors_hooks_get_disabled_error_message");
+      r->traced[static_cast<int>(TracedState::SavedTensorsHooks)].emplace_back(
+          autograd.get(), "_saved_tensors_hooks_get_disabled_error_message");
+      for (const char* name : {"_get_flash_sdp_enabled", "_get_mem_efficient_sdp_enabled", "_get_math_sdp_enabled",
+                               "_get_cudnn_sdp_enabled", "_get_overrideable_sdp_enabled", "_get_sdp_priority_order"})
+        if (PyObject_HasAttrString(m, name)) r->traced[static_cast<int>(TracedState::SdpBackends)].emplace_back(m, name);
       r->is_autocast_enabled = Query(m, "is_autocast_enabled");
       r->get_autocast_dtype = Query(m, "get_autocast_dtype");
       r->is_autocast_cache_enabled = Query(m, "is_autocast_cache_enabled");
@@ -103,7 +110,18 @@ struct Readers {
   }
 };
 
-constexpr const char* kSavedTensorsHooksName = "saved tensors hooks disabled (the error message, None when enabled)";
+constexpr std::array<const char*, kTracedStateCount> kTracedStateNames = {
+    "saved tensors hooks disabled (the error message, None when enabled)",
+    "scaled dot product attention backends (flash, mem_efficient, math, cudnn, overrideable enabled; priority order)",
+};
+
+py::Ref<> read_traced_state(const Readers& r, int state) {
+  const std::vector<Query>& queries = r.traced[state];
+  if (queries.size() == 1) return queries[0]();
+  py::Ref<> values = check(PyTuple_New(static_cast<Py_ssize_t>(queries.size())));
+  for (size_t i = 0; i < queries.size(); ++i) PyTuple_SET_ITEM(values.get(), i, queries[i]().release());
+  return values;
+}
 
 bool handling_an_exception() {
   auto handled = py::Ref<>::steal(PyErr_GetHandledException());
@@ -113,7 +131,12 @@ bool handling_an_exception() {
 bool same_value(PyObject* a, PyObject* b) {
   if (a == b) return true;  // bools, dtypes, None and small ints are singletons
   if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) return PyUnicode_Compare(a, b) == 0;
-  return PyLong_CheckExact(a) && PyLong_CheckExact(b) && PyObject_RichCompareBool(a, b, Py_EQ) == 1;
+  const bool numbers = PyLong_CheckExact(a) && PyLong_CheckExact(b);
+  const bool sequences = (PyTuple_CheckExact(a) && PyTuple_CheckExact(b)) || (PyList_CheckExact(a) && PyList_CheckExact(b));
+  if (!numbers && !sequences) return false;
+  int equal = PyObject_RichCompareBool(a, b, Py_EQ);
+  if (equal < 0) PyErr_Clear();
+  return equal == 1;
 }
 
 std::string text_of(PyObject* value) {
@@ -184,8 +207,9 @@ class GlobalStateMatch final : public LeafGuard {
     for (const auto& entry : details(snapshot_).values)
       if (snapshot_.autocast_details || !entry.autocast) text += ", " + entry.name + " == " + text_of(entry.value.get());
     if (snapshot_.no_handled_exception) text += ", sys.exception() is None";
-    if (snapshot_.compare_saved_tensors_hooks)
-      text += std::string(", ") + kSavedTensorsHooksName + " == " + text_of(snapshot_.saved_tensors_hooks_message.get());
+    for (int state = 0; state < kTracedStateCount; ++state)
+      if (snapshot_.compares(static_cast<TracedState>(state)))
+        text += std::string(", ") + kTracedStateNames[state] + " == " + text_of(snapshot_.traced_states[state].get());
     return text;
   }
   std::string dedupe_key() const override { return "GLOBAL_STATE"; }
@@ -207,11 +231,12 @@ class GlobalStateMatch final : public LeafGuard {
         return std::string(kComponentNames[i]) + ": traced with " + text_of(snapshot_.components[i].get()) +
                ", called with " + text_of(now.get());
     }
-    if (snapshot_.compare_saved_tensors_hooks) {
-      py::Ref<> now = r.saved_tensors_hooks_message();
-      if (!same_value(now.get(), snapshot_.saved_tensors_hooks_message.get()))
-        return std::string(kSavedTensorsHooksName) + ": traced with " + text_of(snapshot_.saved_tensors_hooks_message.get()) +
-               ", called with " + text_of(now.get());
+    for (int state = 0; state < kTracedStateCount; ++state) {
+      if (!snapshot_.compares(static_cast<TracedState>(state))) continue;
+      py::Ref<> now = read_traced_state(r, state);
+      PyObject* then = snapshot_.traced_states[state].get();
+      if (!same_value(now.get(), then))
+        return std::string(kTracedStateNames[state]) + ": traced with " + text_of(then) + ", called with " + text_of(now.get());
     }
     if (snapshot_.no_handled_exception && handling_an_exception())
       return "sys.exception(): traced with None, called while the caller handles an exception";
@@ -240,7 +265,7 @@ GlobalStateSnapshot GlobalStateSnapshot::now() {
   snapshot.details = std::make_shared<const GlobalStateDetails>(GlobalStateDetails::read(r, modes));
   snapshot.compare_details = modes > 0;
   if (snapshot.components[kAnyAutocast].get() == Py_True) snapshot.compare_autocast_settings();
-  snapshot.saved_tensors_hooks_message = r.saved_tensors_hooks_message();
+  for (int state = 0; state < kTracedStateCount; ++state) snapshot.traced_states[state] = read_traced_state(r, state);
   return snapshot;
 }
 

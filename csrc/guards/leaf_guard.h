@@ -5,6 +5,7 @@
 
 #include <Python.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,10 @@ LeafPtr make_subclass_metadata_match(PyObject* tensor);
 // `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
 // Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
 struct GlobalStateDetails;
+// Whether saved-tensors hooks are disabled (their message; None when enabled); which
+// scaled-dot-product-attention backends are enabled, and their priority order.
+enum class TracedState : int { SavedTensorsHooks, SdpBackends };
+constexpr int kTracedStateCount = 2;
 struct GlobalStateSnapshot {
   std::vector<py::Ref<>> components;  // grad mode, default dtype, autocast, ...: see global_state.cpp
   bool autocast_details = false;      // each device's autocast switch and dtype are compared too
@@ -81,10 +86,12 @@ struct GlobalStateSnapshot {
   // The thread handles no exception when the frame starts (sys.exception() is None there):
   // the trace answered sys.exception() / sys.exc_info() outside its own except blocks.
   bool no_handled_exception = false;
-  // Whether saved-tensors hooks are disabled (their message; None when enabled), compared only
-  // when the trace read or switched it: a pybind call the hot path otherwise does without.
-  py::Ref<> saved_tensors_hooks_message;
-  bool compare_saved_tensors_hooks = false;
+  // State that few traces touch, each compared only for a trace that read or switched it:
+  // calls the hot path otherwise does without. Its value when the frame started, per state.
+  std::array<py::Ref<>, kTracedStateCount> traced_states;
+  unsigned compared_traced_states = 0;  // bit i: TracedState i is compared
+  void compare(TracedState state) { compared_traced_states |= 1u << static_cast<int>(state); }
+  bool compares(TracedState state) const { return (compared_traced_states >> static_cast<int>(state)) & 1u; }
 };
 LeafPtr make_global_state_match(GlobalStateSnapshot snapshot);
 bool grad_mode_enabled_now();

@@ -101,6 +101,7 @@ ObjectKind classify(PyObject* object) {
       {"subclass_dispatch_switch", ObjectKind::SubclassDispatchSwitch},
       {"default_dtype_switch", ObjectKind::DefaultDtypeSwitch},
       {"saved_tensors_hooks", ObjectKind::SavedTensorsHooks},
+      {"sdp_backends", ObjectKind::SdpBackends},
       {"disabled", ObjectKind::Disabled},          {"folded", ObjectKind::Folded},
       {"user_class", ObjectKind::UserClass},       {"object", ObjectKind::Object},
       {"comptime", ObjectKind::Comptime},         {"numpy_function", ObjectKind::NumpyFunction},

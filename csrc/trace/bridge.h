@@ -54,7 +54,7 @@ struct Bridge {
 // The kinds classify() returns, as an enum.
 enum class ObjectKind {
   Constant, Tensor, DistributedTensor, Module, LeafModule, Tuple, List, Dict, Set, PythonModule, UserFunction,
-  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Autocast, NullContext, HandledException, Comptime, DefaultTorchFunction, SubclassDispatchSwitch, DefaultDtypeSwitch, SavedTensorsHooks,
+  UserMethod, TorchFunction, Builtin, PureFunction, Class, UserClass, Object, GraphBreak, Disabled, Folded, GradMode, Autocast, NullContext, HandledException, Comptime, DefaultTorchFunction, SubclassDispatchSwitch, DefaultDtypeSwitch, SavedTensorsHooks, SdpBackends,
   NumpyFunction, DictView, Unknown,
 };
 ObjectKind classify(PyObject* object);

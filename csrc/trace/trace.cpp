@@ -203,7 +203,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   // The graph was traced under the global state the frame started with.
   if (tracer.read_autocast_settings) global_state.compare_autocast_settings();
   if (tracer.read_no_handled_exception) global_state.no_handled_exception = true;
-  if (tracer.read_saved_tensors_hooks) global_state.compare_saved_tensors_hooks = true;
+  global_state.compared_traced_states |= tracer.read_traced_states;
   trace_result.guard_set->add_global_state_match(std::move(global_state));
   trace_result.guards = trace_result.guard_set->describe();
   if (tracer.shapes->active()) {

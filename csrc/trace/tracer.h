@@ -119,8 +119,10 @@ class Tracer {
   bool torch_function_inlined = false;
   // A folded query read autocast settings (the global-state guard then compares them always).
   bool read_autocast_settings = false;
-  // The trace read or switched whether saved-tensors hooks are disabled (values/state_switch.h).
-  bool read_saved_tensors_hooks = false;
+  // State the trace read or switched that the global-state guard compares only then
+  // (values/state_switch.h): bit i for guards::TracedState i.
+  unsigned read_traced_states = 0;
+  void read_state(guards::TracedState state) { read_traced_states |= 1u << static_cast<int>(state); }
   // sys.exception() / sys.exc_info() was answered as none outside the trace's except blocks:
   // the global-state guard checks that the frame starts with no exception handled.
   bool read_no_handled_exception = false;

@@ -464,6 +464,7 @@ ValuePtr wrap_modelled_callable(Tracer& t, ObjectKind kind, PyObject* real, cons
     case ObjectKind::HandledException:
     case ObjectKind::DefaultDtypeSwitch:
     case ObjectKind::SavedTensorsHooks:
+    case ObjectKind::SdpBackends:
     case ObjectKind::SubclassDispatchSwitch:
     case ObjectKind::NullContext:
       t.pin_callable(real, source);
@@ -497,6 +498,8 @@ ValuePtr wrap_modelled_callable(Tracer& t, ObjectKind kind, PyObject* real, cons
       return std::make_shared<StateSwitchValue>(TorchState::DefaultDtype, py::Ref<>::newref(real), source);
     case ObjectKind::SavedTensorsHooks:
       return std::make_shared<StateSwitchValue>(TorchState::SavedTensorsHooks, py::Ref<>::newref(real), source);
+    case ObjectKind::SdpBackends:
+      return std::make_shared<StateSwitchValue>(TorchState::SdpBackends, py::Ref<>::newref(real), source);
     case ObjectKind::SubclassDispatchSwitch:
       return std::make_shared<SubclassDispatchSwitchValue>(py::Ref<>::newref(real), true, source);
     default:  // NullContext

@@ -1,22 +1,26 @@
-// Calls that switch a piece of torch's process state in a traced function, recorded into the
-// graph as torch.compile's graphs hold them and switched for real while tracing, so what the
-// trace does after them (fake ops, folded queries of that state) sees the state they will run
-// under:
+// Calls that read or switch a piece of torch's process state in a traced function. A switch
+// is recorded into the graph, as torch.compile's graphs hold them, and made for real while
+// tracing, so what the trace does after it (fake ops, folded queries of that state) sees the
+// state it will run under. A query folds to the state's value.
 // - torch.set_default_dtype (a context manager that sets and restores it, as torch's own
 //   tests write one): the dtype factory calls make;
 // - torch._C._autograd._saved_tensors_hooks_disable / _enable (what
 //   torch.autograd.graph.disable_saved_tensors_hooks does): whether saved-tensor hooks may
-//   be registered, and the error raised if one is. Its query,
-//   _saved_tensors_hooks_get_disabled_error_message, folds to the state's value.
-// A rollback, and the end of the trace, put the state back; the global-state guard pins the
-// state each call starts with (saved-tensors hooks: only for a trace that used them).
+//   be registered, and the error raised if one is; its query is
+//   _saved_tensors_hooks_get_disabled_error_message;
+// - torch._C._set_sdp_use_{flash,mem_efficient,math,cudnn,overrideable} and
+//   _set_sdp_priority_order (what torch.nn.attention.sdpa_kernel and
+//   torch.backends.cuda.sdp_kernel do): which scaled-dot-product-attention backends may run;
+//   the queries are the matching _get_*_sdp_enabled and _get_sdp_priority_order.
+// A rollback, and the end of the trace, put the state back. The global-state guard pins the
+// state each call starts with (all but the default dtype: only for a trace that used them).
 #pragma once
 
 #include "trace/value.h"
 
 namespace bytegraph::trace {
 
-enum class TorchState { DefaultDtype, SavedTensorsHooks };
+enum class TorchState { DefaultDtype, SavedTensorsHooks, SdpBackends };
 
 class StateSwitchValue : public Value {
  public:
@@ -32,9 +36,10 @@ class StateSwitchValue : public Value {
   py::Ref<> function_;
 };
 
-// What a switch changed: the state before it, to put back.
+// What a switch changed: the state before it, and how to put it back.
 struct StateBefore {
   TorchState state;
+  py::Ref<> restore;  // called with `value` (saved-tensors hooks: see restore_torch_state)
   py::Ref<> value;
 };
 
