@@ -48,7 +48,24 @@ __all__ = [
     "stats",
     "reset_stats",
     "raise_on_compile_error",
+    "CapturedCall",
+    "set_forced_eager",
+    "set_verify_correctness",
 ]
+
+# CapturedCall(fn, callback, verified_call): calls fn with `callback` as this thread's frame
+# callback and puts back the previous one (what bytegraph.compile returns for a function).
+CapturedCall = _frame.CapturedCall
+
+
+def set_forced_eager(forced: bool) -> None:
+    """set_stance("force_eager") is in force: CapturedCall runs its function with no callback."""
+    _frame.set_forced_eager(forced)
+
+
+def set_verify_correctness(verify: bool) -> None:
+    """config.verify_correctness: CapturedCall calls go through their `verified_call`."""
+    _frame.set_verify_correctness(verify)
 
 
 def set_callback(callback: Optional[Callback]) -> Optional[Callback]:

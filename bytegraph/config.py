@@ -81,10 +81,25 @@ def _check(name, value):
 _links = {}
 
 
+# Settings whose value the C++ hook keeps a copy of: name -> functions called with each value
+# assigned through this module (an observed setting is never linked, see link()).
+_observers = {}
+
+
+def observe(name, observer):
+    """Calls `observer(value)` now and on each later assignment of setting `name`."""
+    if name in _links:
+        raise ValueError(f"bytegraph.config.{name} is linked; its changes cannot be observed")
+    _observers.setdefault(name, []).append(observer)
+    observer(getattr(sys.modules[__name__], name))
+
+
 def link(name, owner, attribute):
     """Read and write setting `name` as `owner.attribute` until `unlink_all()`."""
     if name not in _SETTINGS:
         raise AttributeError(f"bytegraph.config has no setting {name!r}")
+    if name in _observers:
+        raise ValueError(f"bytegraph.config.{name} is observed: it cannot be linked")
     _links[name] = (owner, attribute)
 
 
@@ -109,6 +124,8 @@ class _ConfigModule(types.ModuleType):
         if link is not None:
             setattr(link[0], link[1], value)
         super().__setattr__(name, value)
+        for observer in _observers.get(name, ()):
+            observer(value)
 
     def __delattr__(self, name):
         raise AttributeError(f"bytegraph.config settings cannot be deleted ({name!r})")

@@ -7,7 +7,8 @@ miss. The objects here set the callback for exactly the span of user code they w
 - `CaptureContext(callback)`: a decorator and a context manager; `callback=None` disables.
 - `disable(fn)`: run `fn` (and everything it calls) with capture off.
 
-Entering a capturing span also starts a new module generation for torch's
+A compiled function's wrapper is the hook's `CapturedCall`, which does what
+`call_with_callback` does without a Python frame. Entering a capturing span also starts a new module generation for torch's
 `GenerationTracker` once torch._dynamo is loaded, as torch.compile's contexts do (CUDA graph
 trees and torch's own tests read it); before that nothing can read it.
 """
@@ -19,6 +20,9 @@ import threading
 
 from bytegraph import _frame
 from bytegraph import config as _config
+from bytegraph import stance as _stance
+
+_config.observe("verify_correctness", _frame.set_verify_correctness)
 
 # Attribute set on functions that capture must never enter; the tracer checks it by name.
 DISABLE_MARK = "_bytegraph_disable"
@@ -29,9 +33,7 @@ def frame_hook():
 
 
 def _forced_eager():
-    from bytegraph import stance
-
-    return stance.current().name == "force_eager"
+    return _stance.current().name == "force_eager"
 
 
 def _new_module_generation():
@@ -89,16 +91,20 @@ class CaptureContext:
             # body runs; the body is captured when iterated inside a capturing region.
             return fn
         callback = self.callback
-
-        @functools.wraps(fn)
-        def captured(*args, **kwargs):
-            if _config.verify_correctness and callback is not None:
+        if callback is None:  # capture off: DisableContext's wrapper
+            @functools.wraps(fn)
+            def captured(*args, **kwargs):
+                return call_with_callback(None, fn, args, kwargs)
+        else:
+            def verified(*args, **kwargs):  # while config.verify_correctness is on
                 from bytegraph import _verify
 
                 return _verify.call_verified(functools.partial(call_with_callback, callback),
                                              functools.partial(call_with_callback, None), fn, args, kwargs)
-            return call_with_callback(callback, fn, args, kwargs)
 
+            # The hook's own callable: a call runs no Python frame of bytegraph's (a cache hit's
+            # whole cost is the guards and the compiled code).
+            captured = functools.update_wrapper(_frame.CapturedCall(fn, callback, verified), fn)
         captured._bytegraph_context = self
         return captured
 

@@ -16,6 +16,7 @@ of the one compile() was given.
 
 import functools
 
+from bytegraph import _frame
 from bytegraph.exc import BytegraphError
 
 STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
@@ -43,6 +44,7 @@ def current():
 def _install(stance):
     global _current
     previous, _current = _current, stance
+    _frame.set_forced_eager(stance.name == "force_eager")  # what compiled functions' calls read
     return previous
 
 

@@ -35,6 +35,16 @@ class FakeFrameHook:
     def mark_skip(self, code):
         self.skipped.append(code)
 
+    def CapturedCall(self, fn, callback, verified_call):  # noqa: N802 (the hook's type)
+        """The hook's wrapper of a compiled function, setting this fake's callback instead."""
+        def call(*args, **kwargs):
+            previous = self.set_callback(callback)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.set_callback(previous)
+        return call
+
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 

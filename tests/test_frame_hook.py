@@ -6,6 +6,7 @@ rest of the result with what the original function returns when called without t
 """
 
 import asyncio
+import copy
 import gc
 import logging
 import sys
@@ -759,3 +760,68 @@ print("ok")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# --- CapturedCall: a compiled function's wrapper ----------------------------------------------
+
+
+def _probe(log):
+    def probe(x, scale=1):
+        log.append(_frame.get_callback())
+        if x < 0:
+            raise ValueError("negative")
+        return x * scale
+    return probe
+
+
+def test_captured_call_sets_the_callback_only_while_its_function_runs():
+    log, callback, verified = [], Recorder(), Recorder()
+    call = _frame.CapturedCall(_probe(log), callback, verified)
+    assert call(3, scale=2) == 6 and log == [callback] and _frame.get_callback() is None
+    with pytest.raises(ValueError, match="negative"):
+        call(-1)
+    assert _frame.get_callback() is None
+    # Nested in another capturing span: that span's callback is back afterwards, unchanged.
+    outer = Recorder()
+    with _frame.hooked(outer):
+        assert call(1) == 1
+        assert _frame.get_callback() is outer
+    assert log[-1] is callback and verified.seen == []
+
+
+def test_captured_call_honours_force_eager_and_verify_correctness():
+    log, callback = [], Recorder()
+    verified_calls = []
+
+    def verified(*args, **kwargs):
+        verified_calls.append((args, kwargs))
+        return "verified"
+
+    call = _frame.CapturedCall(_probe(log), callback, verified)
+    _frame.set_forced_eager(True)
+    try:
+        assert call(2) == 2 and log == [None]
+    finally:
+        _frame.set_forced_eager(False)
+    _frame.set_verify_correctness(True)
+    try:
+        assert call(2, scale=3) == "verified" and verified_calls == [((2,), {"scale": 3})]
+    finally:
+        _frame.set_verify_correctness(False)
+
+
+def test_captured_call_binds_as_a_method_and_is_collected():
+    class Holder:
+        def method(self, x):
+            return (self, x)
+
+    Holder.method = _frame.CapturedCall(Holder.method, Recorder(), Recorder())
+    holder = Holder()
+    assert holder.method(5) == (holder, 5)
+    assert copy.deepcopy(Holder.method) is Holder.method is copy.copy(Holder.method)
+    call = _frame.CapturedCall(lambda: None, Recorder(), Recorder())
+    call.self_reference = call  # a cycle through its __dict__
+    ref = weakref.ref(call)
+    del call
+    gc.collect()
+    assert ref() is None

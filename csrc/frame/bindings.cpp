@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "frame/cache_entry.h"
+#include "frame/captured_call.h"
 #include "frame/code_cache.h"
 #include "frame/eval_hook.h"
 #include "frame/python_compiler.h"
@@ -100,6 +101,11 @@ void bind_frame(nb::module_& m) {
   sub.def("set_callback", &set_callback, nb::arg("callback").none(),
           "Sets this thread's frame callback (None disables); returns the previous one.");
   sub.def("get_callback", &get_callback);
+  frame::add_captured_call_type(sub.ptr());
+  sub.def("set_forced_eager", &frame::set_forced_eager, nb::arg("forced"),
+          "set_stance('force_eager') is in force: CapturedCall runs with no callback.");
+  sub.def("set_verify_correctness", &frame::set_verify_correctness, nb::arg("verify"),
+          "config.verify_correctness: CapturedCall goes through its verified_call.");
   sub.def("mark_skip", [](nb::handle code) { frame::mark_skip(as_code(code)); }, nb::arg("code"));
   sub.def("mark_run_only", [](nb::handle code) { frame::mark_run_only(as_code(code)); }, nb::arg("code"),
           "Past its recompile limit: its entries still serve calls, nothing more is compiled in them.");

@@ -51,17 +51,33 @@ ThreadHookState& ensure_thread_state() {
 
 ThreadHookState* current_thread_state() { return t_state; }
 
-py::Ref<> set_thread_compiler(std::shared_ptr<FrameCompiler> compiler, py::Ref<> handle) {
-  ThreadHookState& state = ensure_thread_state();
-  bool was_enabled = state.compiler != nullptr;
-  bool now_enabled = compiler != nullptr;
-  // Swap first and release the old values last: their destructors may run Python code.
-  std::shared_ptr<FrameCompiler> old_compiler = std::exchange(state.compiler, std::move(compiler));
-  py::Ref<> previous = std::exchange(state.handle, now_enabled ? std::move(handle) : py::Ref<>());
+namespace {
+
+// Installs `compiler` and `handle` as the thread's; they become the previous ones. The
+// caller releases what it gets back last: destructors may run Python code.
+void swap_compiler(ThreadHookState& state, std::shared_ptr<FrameCompiler>& compiler, py::Ref<>& handle) {
+  const bool was_enabled = state.compiler != nullptr;
+  const bool now_enabled = compiler != nullptr;
+  if (!now_enabled) handle = py::Ref<>();
+  std::swap(state.compiler, compiler);
+  std::swap(state.handle, handle);
   if (was_enabled != now_enabled) count_enabled(now_enabled ? 1 : -1);
-  if (!previous) previous = py::Ref<>::newref(Py_None);
-  return previous;
 }
+
+}  // namespace
+
+py::Ref<> set_thread_compiler(std::shared_ptr<FrameCompiler> compiler, py::Ref<> handle) {
+  swap_compiler(ensure_thread_state(), compiler, handle);
+  if (!handle) handle = py::Ref<>::newref(Py_None);
+  return handle;
+}
+
+CompilerScope::CompilerScope(std::shared_ptr<FrameCompiler> compiler, py::Ref<> handle)
+    : state_(ensure_thread_state()), previous_compiler_(std::move(compiler)), previous_handle_(std::move(handle)) {
+  swap_compiler(state_, previous_compiler_, previous_handle_);
+}
+
+CompilerScope::~CompilerScope() { swap_compiler(state_, previous_compiler_, previous_handle_); }
 
 int enabled_thread_count() { return g_enabled_threads; }
 bool hook_installed() { return is_hook_installed(); }

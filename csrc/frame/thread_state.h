@@ -32,6 +32,22 @@ ThreadHookState* current_thread_state();
 // Returns the previous handle (None if there was none). Throws PythonError.
 py::Ref<> set_thread_compiler(std::shared_ptr<FrameCompiler> compiler, py::Ref<> handle);
 
+// Sets this thread's compiler and handle for the scope's life, then puts back the previous
+// ones as they were (set_thread_compiler(previous handle) would make a new compiler for it).
+// The constructor throws PythonError; the destructor does not throw.
+class CompilerScope {
+ public:
+  CompilerScope(std::shared_ptr<FrameCompiler> compiler, py::Ref<> handle);
+  ~CompilerScope();
+  CompilerScope(const CompilerScope&) = delete;
+  CompilerScope& operator=(const CompilerScope&) = delete;
+
+ private:
+  ThreadHookState& state_;
+  std::shared_ptr<FrameCompiler> previous_compiler_;
+  py::Ref<> previous_handle_;
+};
+
 // Number of threads with a compiler set, and whether the hook is installed (for tests).
 int enabled_thread_count();
 bool hook_installed();
