@@ -600,6 +600,42 @@ def test_an_attribute_added_after_hasattr_said_no(make, target):
     check_state_change(build)
 
 
+@pytest.mark.parametrize("register", [
+    lambda module: module.register_buffer("tag", torch.ones(())),
+    lambda module: module.register_parameter("tag", nn.Parameter(torch.ones(()))),
+    lambda module: module.add_module("tag", nn.Identity()),
+], ids=["buffer", "parameter", "submodule"])
+def test_a_module_attribute_registered_after_hasattr_said_no(register):
+    # torch.nn's __getattr__ finds these in the module's tables, not in its __dict__.
+    def build():
+        module = nn.Linear(3, 3)
+        return plain(lambda x: x + 1 if hasattr(module, "tag") else x - 1, lambda: register(module))
+    check_state_change(build)
+
+
+class _Forwarding(nn.Module):
+    """A wrapper module whose __getattr__ falls back to a wrapped object (as DDP/FSDP-style
+    wrappers do)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.inner, name)
+
+
+def test_an_attribute_a_modules_own_getattr_finds_later():
+    def build():
+        inner = Plain()
+        wrapper = _Forwarding(inner)
+        return plain(lambda x: x + 1 if hasattr(wrapper, "tag") else x - 1, lambda: setattr(inner, "tag", 1))
+    check_state_change(build)
+
+
 def test_getattr_with_a_default_then_the_attribute_added():
     def build():
         holder = Plain()

@@ -87,9 +87,28 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
     bool missing = PyErr_ExceptionMatches(PyExc_AttributeError);
     PythonError error = PythonError::fetch();
     if (missing && source()) {
-      // Absent now; valid while no attribute of that name is set on the module or its class.
+      // Absent now; valid while no attribute of that name is set on the module or its class,
+      // and none is registered in the tables torch.nn's __getattr__ reads (a buffer, a
+      // parameter or a submodule registered later).
       tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
       tracer.guards.add(GuardLog::Kind::LacksAttr, guards::class_source((PyObject*)Py_TYPE(module_.get())), key.get());
+      for (const char* table : {"_parameters", "_buffers", "_modules"}) {
+        py::Ref<> dict = py::Ref<>::steal(PyObject_GetAttrString(module_.get(), table));
+        if (dict && PyDict_Check(dict.get()))
+          tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_source(source(), table), key.get());
+        else
+          PyErr_Clear();
+      }
+      // A __getattr__ of the module's own class decides what else exists: traced, so what it
+      // reads is guarded where it comes from.
+      static PyObject* getattr_name = PyUnicode_InternFromString("__getattr__");
+      PyObject* getattr_hook = _PyType_Lookup(Py_TYPE(module_.get()), getattr_name);  // borrowed
+      PyObject* torch_getattr = PyDict_GetItemWithError(
+          reinterpret_cast<PyTypeObject*>(tracer.bridge.module_type.get())->tp_dict, getattr_name);  // borrowed
+      if (getattr_hook != nullptr && getattr_hook != torch_getattr && PyFunction_Check(getattr_hook)) {
+        return tracer.wrap_user_function(getattr_hook, guards::class_attr_source(type, "__getattr__"))
+            ->call(tracer, {shared_from_this(), ConstantValue::make(py::Ref<>::newref(key.get()))}, {});
+      }
       raise_python_error(tracer, error, "attribute_error");
     }
     unsupported("unsupported_attribute", error.what());
