@@ -439,6 +439,15 @@ def test_a_forward_hook_registered_after_compiling():
     check_state_change(module_case(Helper, lambda m: m.register_forward_hook(lambda mod, args, out: out * 0)))
 
 
+def test_global_module_hooks_are_one_guard_only_where_a_module_is_called():
+    def listed(fn):
+        return [guard for guard in bytegraph.explain(fn)(X).guards if "hooks on every module's call" in guard]
+
+    linear = nn.Linear(3, 3)
+    assert len(listed(lambda x: linear(x))) == 1
+    assert listed(lambda x: x + 1) == []
+
+
 def test_a_global_forward_hook_registered_after_compiling():
     from torch.nn.modules.module import register_module_forward_hook
 

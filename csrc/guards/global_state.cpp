@@ -5,8 +5,8 @@
 // torch.set_default_device works) what every torch call does. The trace also folds queries of
 // these (`torch.is_autocast_enabled()`) into constants. One leaf on the tree's root compares a
 // snapshot taken when the frame started with the state at each call. State few traces touch
-// (saved-tensors hooks disabled, the scaled-dot-product-attention backends) is compared only
-// for a trace that read or switched it.
+// (saved-tensors hooks disabled, the scaled-dot-product-attention backends, torch.nn's hooks
+// on every module) is compared only for a trace that read or switched it.
 //
 // The hot path calls each reader's C function directly (they are METH_NOARGS builtins of
 // torch._C): no argument tuple, no vectorcall dispatch, ~10 ns a component.
@@ -77,6 +77,8 @@ struct Readers {
   Query is_autocast_enabled, get_autocast_dtype, is_autocast_cache_enabled, mode_at;
   // Per TracedState, the queries whose answers make its value (several: a tuple of them).
   std::array<std::vector<Query>, kTracedStateCount> traced;
+  // torch.nn.modules.module's global hook dicts, filled in place by registering.
+  std::vector<py::Ref<>> module_hooks;
   std::array<py::Ref<>, kAutocastDevices.size()> device_names;
 
   static const Readers& get() {
@@ -98,6 +100,10 @@ struct Readers {
       for (const char* name : {"_get_flash_sdp_enabled", "_get_mem_efficient_sdp_enabled", "_get_math_sdp_enabled",
                                "_get_cudnn_sdp_enabled", "_get_overrideable_sdp_enabled", "_get_sdp_priority_order"})
         if (PyObject_HasAttrString(m, name)) r->traced[static_cast<int>(TracedState::SdpBackends)].emplace_back(m, name);
+      py::Ref<> nn_module = import_module("torch.nn.modules.module");
+      for (const char* name : {"_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
+                               "_global_backward_hooks"})
+        r->module_hooks.push_back(check(PyObject_GetAttrString(nn_module.get(), name)));
       r->is_autocast_enabled = Query(m, "is_autocast_enabled");
       r->get_autocast_dtype = Query(m, "get_autocast_dtype");
       r->is_autocast_cache_enabled = Query(m, "is_autocast_cache_enabled");
@@ -113,9 +119,20 @@ struct Readers {
 constexpr std::array<const char*, kTracedStateCount> kTracedStateNames = {
     "saved tensors hooks disabled (the error message, None when enabled)",
     "scaled dot product attention backends (flash, mem_efficient, math, cudnn, overrideable enabled; priority order)",
+    "hooks on every module's call (torch.nn.modules.module._global_forward_pre_hooks, _global_forward_hooks, "
+    "_global_backward_pre_hooks, _global_backward_hooks: how many)",
 };
 
 py::Ref<> read_traced_state(const Readers& r, int state) {
+  if (state == static_cast<int>(TracedState::ModuleHooks)) {
+    py::Ref<> sizes = check(PyTuple_New(static_cast<Py_ssize_t>(r.module_hooks.size())));
+    for (size_t i = 0; i < r.module_hooks.size(); ++i) {
+      Py_ssize_t size = PyObject_Size(r.module_hooks[i].get());
+      if (size < 0) throw_python_error();
+      PyTuple_SET_ITEM(sizes.get(), i, check(PyLong_FromSsize_t(size)).release());
+    }
+    return sizes;
+  }
   const std::vector<Query>& queries = r.traced[state];
   if (queries.size() == 1) return queries[0]();
   py::Ref<> values = check(PyTuple_New(static_cast<Py_ssize_t>(queries.size())));

@@ -71,9 +71,10 @@ LeafPtr make_subclass_metadata_match(PyObject* tensor);
 // Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
 struct GlobalStateDetails;
 // Whether saved-tensors hooks are disabled (their message; None when enabled); which
-// scaled-dot-product-attention backends are enabled, and their priority order.
-enum class TracedState : int { SavedTensorsHooks, SdpBackends };
-constexpr int kTracedStateCount = 2;
+// scaled-dot-product-attention backends are enabled, and their priority order; how many
+// hooks torch.nn runs on every module's call (register_module_forward_hook and friends).
+enum class TracedState : int { SavedTensorsHooks, SdpBackends, ModuleHooks };
+constexpr int kTracedStateCount = 3;
 struct GlobalStateSnapshot {
   std::vector<py::Ref<>> components;  // grad mode, default dtype, autocast, ...: see global_state.cpp
   bool autocast_details = false;      // each device's autocast switch and dtype are compared too

@@ -258,9 +258,8 @@ ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
     // hook dicts (each guarded on its keys and hooks) as it does eagerly.
     return tracer.wrap_user_function(call_on_class, call_source)->call(tracer, all, kwargs);
   }
-  // Valid while no hook is registered for every module either.
-  for (const auto& [name, hooks] : global_hook_dicts())
-    tracer.guards.add(GuardLog::Kind::Length, guards::held_source(hooks.copy(), name), nullptr, 0);
+  // Valid while no hook is registered for every module either (the global-state guard).
+  tracer.read_state(guards::TracedState::ModuleHooks);
   if (source()) {
     // Valid while no hook is registered on the module.
     for (const char* hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"})
