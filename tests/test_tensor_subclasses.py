@@ -109,6 +109,39 @@ def test_an_override_that_changes_results():
     assert graph_calls(counter)[0].count(torch.Tensor.mul) == 1  # the doubling is in the graph
 
 
+class Reshaping(torch.Tensor):
+    """Logs each attribute torch hands it (its getter's descriptor name) and answers x.shape
+    with the shape it would have flattened."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", str(func))
+        if name == "__get__":
+            name = func.__self__.__name__
+        calls.append(name)
+        result = super().__torch_function__(func, types, args, kwargs)
+        return torch.Size([result.numel()]) if name == "shape" else result
+
+
+def test_attribute_reads_dispatch_through_the_override():
+    def f(x):
+        return x.T * x.shape[0] + x.sum()
+
+    x = torch.randn(3, 2).as_subclass(Reshaping)
+    calls.clear()
+    expected = f(x)
+    eager_calls = list(calls)
+    assert eager_calls == ["T", "shape", "mul", "sum", "add"]
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    for _ in range(2):
+        calls.clear()
+        out = compiled(x)
+        assert calls == eager_calls and type(out) is Reshaping
+        torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    assert counter.frame_count == 1
+
+
 class Unwrapping(torch.Tensor):
     """The other common shape of an override: run func with dispatch off, wrap tensors."""
 

@@ -288,6 +288,18 @@ ValuePtr OpaqueValue::get_attr(Tracer& tracer, const std::string& name) {
       py::Ref<> owned = py::Ref<>::steal(attribute);
       return wrap_class_attribute(tracer, owned.get(), source() ? guards::attr_source(source(), name) : nullptr);
     }
+    // An attribute a C type defines in C (a method-wrapper's __self__, a descriptor's
+    // __name__): reading it runs no Python code; what it reads is guarded where it is.
+    PyTypeObject* type = Py_TYPE(object_.get());
+    py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+    PyObject* descriptor = _PyType_Lookup(type, key.get());  // borrowed
+    bool c_attribute = descriptor != nullptr && type->tp_getattro == PyObject_GenericGetAttr &&
+                       (Py_IS_TYPE(descriptor, &PyGetSetDescr_Type) || Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) &&
+                       !(PyDescr_TYPE(descriptor)->tp_flags & Py_TPFLAGS_HEAPTYPE);
+    if (c_attribute && source()) {
+      py::Ref<> value = check(PyObject_GetAttr(object_.get(), key.get()));
+      return tracer.wrap(value.get(), guards::attr_source(source(), name));
+    }
     unsupported("unsupported_attribute", "getattr(" + repr() + ", '" + name + "') may run Python code");
   }
   if (PyFunction_Check(found) && !from_instance && !PyType_Check(object_.get())) {

@@ -49,8 +49,15 @@ py::Ref<> textual_object(Tracer& tracer, const ValuePtr& symbolic) {
   PyTypeObject* type = Py_TYPE(real);
   bool plain_class = PyType_Check(real) && type->tp_repr == PyType_Type.tp_repr && type->tp_str == PyType_Type.tp_str;
   bool plain_module = PyModule_CheckExact(real);
-  bool builtin_function = PyCFunction_Check(real) && PyCFunction_GET_SELF(real) && PyModule_Check(PyCFunction_GET_SELF(real));
-  if (!plain_class && !plain_module && !builtin_function) return nullptr;
+  // C functions of a module or a class (torch.add), the descriptors of C classes (Tensor.add,
+  // Tensor.shape) and their bound wrappers (Tensor.shape.__get__): immutable, so their text
+  // is too while the identity holds.
+  PyObject* self = PyCFunction_Check(real) ? PyCFunction_GET_SELF(real) : nullptr;
+  bool builtin_function = self != nullptr && (PyModule_Check(self) || PyType_Check(self));
+  bool c_descriptor = Py_IS_TYPE(real, &PyMethodDescr_Type) || Py_IS_TYPE(real, &PyWrapperDescr_Type) ||
+                      Py_IS_TYPE(real, &PyGetSetDescr_Type) || Py_IS_TYPE(real, &PyClassMethodDescr_Type) ||
+                      Py_IS_TYPE(real, &_PyMethodWrapper_Type);
+  if (!plain_class && !plain_module && !builtin_function && !c_descriptor) return nullptr;
   tracer.pin_identity(value);
   return py::Ref<>::newref(real);
 }

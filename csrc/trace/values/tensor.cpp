@@ -77,6 +77,7 @@ ValuePtr Tracer::value_of_real_tensor(PyObject* real) const {
 
 ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
   if (name == "numpy") return tensor_numpy_method(shared_from_this());
+  if (ValuePtr dispatched = dispatch_attribute_read(tracer, shared_from_this(), name)) return dispatched;
   switch (tensor_attribute_kind(name)) {
     case TensorAttr::Constant:
       return tensor_metadata(tracer, shared_from_this(), name, true, {}, {});

@@ -203,22 +203,12 @@ TorchFunctionSubclassOff::TorchFunctionSubclassOff(Tracer& tracer)
 
 TorchFunctionSubclassOff::~TorchFunctionSubclassOff() { tracer_.torch_function_subclass_enabled = before_; }
 
-ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target, const Args& args,
-                                 const KwArgs& kwargs) {
-  if (!tracer.torch_function_subclass_enabled) return nullptr;
-  if (op != graph::Op::CallFunction && op != graph::Op::CallMethod) return nullptr;
-  std::vector<PyObject*> types;
-  for (const ValuePtr& arg : args) collect_overloaded(tracer, arg, types);
-  for (const auto& [name, value] : kwargs) collect_overloaded(tracer, value, types);
-  if (types.empty()) return nullptr;
+namespace {
+
+// Each override in turn (subclasses first) until one answers; `func` is what they are handed.
+ValuePtr dispatch_to_overrides(Tracer& tracer, const std::vector<PyObject*>& types, const ValuePtr& func,
+                               PyObject* func_object, const Args& args, const KwArgs& kwargs) {
   tracer.torch_function_inlined = true;
-  const TorchFunctionBridge& bridge = TorchFunctionBridge::get();
-  py::Ref<> kind = check(PyUnicode_FromString(graph::op_name(op)));
-  py::Ref<> first_is_tensor = py::Ref<>::newref(!args.empty() && args[0]->is_tensor() ? Py_True : Py_False);
-  py::Ref<> func_object = check(PyObject_CallFunctionObjArgs(bridge.dispatched_callable.get(), kind.get(), target,
-                                                             first_is_tensor.get(), nullptr));
-  // Held by the trace, so generated code can hand it on (an override that stores func).
-  ValuePtr func = tracer.wrap(func_object.get(), guards::held_source(func_object.copy(), py_repr(func_object.get())));
   ValuePtr types_tuple = types_value(tracer, types);
   for (PyObject* cls : types) {
     ValuePtr result;
@@ -237,7 +227,71 @@ ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target,
     }
     if (!not_implemented(result)) return result;
   }
-  unsupported("unsupported_call", "every __torch_function__ override answered NotImplemented for " + py_repr(func_object.get()));
+  unsupported("unsupported_call", "every __torch_function__ override answered NotImplemented for " + py_repr(func_object));
+}
+
+// torch.Tensor.<name>.__get__, what eager hands an override for reading attribute `name`:
+// called on a tensor it reads the attribute (with dispatch off, inside the default override).
+class AttributeGetterValue : public Value {
+ public:
+  AttributeGetterValue(std::string name, py::Ref<> getter, ValuePtr held)
+      : name_(std::move(name)), getter_(std::move(getter)), held_(std::move(held)) {}
+  std::string repr() const override { return "TensorAttributeGetter(" + name_ + ")"; }
+  PyObject* real_object() const override { return getter_.get(); }
+  PyObject* python_type() const override { return (PyObject*)Py_TYPE(getter_.get()); }
+  ValuePtr get_attr(Tracer& tracer, const std::string& name) override { return held_->get_attr(tracer, name); }
+  std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override { return held_->remake(writer); }
+  ValuePtr call(Tracer& tracer, const Args& args, const KwArgs& kwargs) override {
+    if (args.size() != 1 || !kwargs.empty() || !args[0]->is_tensor())
+      unsupported("unsupported_call", "torch.Tensor." + name_ + ".__get__ with these arguments");
+    return args[0]->get_attr(tracer, name_);
+  }
+
+ private:
+  std::string name_;
+  py::Ref<> getter_;
+  ValuePtr held_;  // the getter as an object the trace holds (its attributes, rebuilding it)
+};
+
+}  // namespace
+
+ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target, const Args& args,
+                                 const KwArgs& kwargs) {
+  if (!tracer.torch_function_subclass_enabled) return nullptr;
+  if (op != graph::Op::CallFunction && op != graph::Op::CallMethod) return nullptr;
+  std::vector<PyObject*> types;
+  for (const ValuePtr& arg : args) collect_overloaded(tracer, arg, types);
+  for (const auto& [name, value] : kwargs) collect_overloaded(tracer, value, types);
+  if (types.empty()) return nullptr;
+  const TorchFunctionBridge& bridge = TorchFunctionBridge::get();
+  py::Ref<> kind = check(PyUnicode_FromString(graph::op_name(op)));
+  py::Ref<> first_is_tensor = py::Ref<>::newref(!args.empty() && args[0]->is_tensor() ? Py_True : Py_False);
+  py::Ref<> func_object = check(PyObject_CallFunctionObjArgs(bridge.dispatched_callable.get(), kind.get(), target,
+                                                             first_is_tensor.get(), nullptr));
+  // Held by the trace, so generated code can hand it on (an override that stores func).
+  ValuePtr func = tracer.wrap(func_object.get(), guards::held_source(func_object.copy(), py_repr(func_object.get())));
+  return dispatch_to_overrides(tracer, types, func, func_object.get(), args, kwargs);
+}
+
+ValuePtr dispatch_attribute_read(Tracer& tracer, const ValuePtr& tensor, const std::string& name) {
+  if (!tracer.torch_function_subclass_enabled) return nullptr;
+  std::vector<PyObject*> types;
+  collect_overloaded(tracer, tensor, types);
+  if (types.empty()) return nullptr;
+  // Only the attributes torch defines in C (getset descriptors) dispatch; a subclass's own
+  // attributes, and methods (dispatched when called), do not.
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* tensor_type = Bridge::get().tensor_type.get();
+  PyObject* descriptor = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor_type), key.get());  // borrowed
+  if (descriptor == nullptr || !Py_IS_TYPE(descriptor, &PyGetSetDescr_Type)) return nullptr;
+  static PyObject* tensor_base = check(PyObject_GetAttrString(import_module("torch._C").get(), "TensorBase")).release();
+  if (reinterpret_cast<PyObject*>(PyDescr_TYPE(descriptor)) != tensor_base) return nullptr;  // object's __class__, ...
+  PyObject* own = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor->python_type()), key.get());
+  if (own != descriptor) return nullptr;  // the subclass defines it: read as Python reads it
+  py::Ref<> getter = check(PyObject_GetAttrString(descriptor, "__get__"));
+  ValuePtr held = tracer.wrap(getter.get(), guards::held_source(getter.copy(), "torch.Tensor." + name + ".__get__"));
+  auto func = std::make_shared<AttributeGetterValue>(name, getter.copy(), held);
+  return dispatch_to_overrides(tracer, types, func, getter.get(), {tensor}, {});
 }
 
 ValuePtr DefaultTorchFunctionValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {

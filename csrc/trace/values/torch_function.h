@@ -19,6 +19,11 @@ namespace bytegraph::trace {
 ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target, const Args& args,
                                  const KwArgs& kwargs);
 
+// Reading attribute `name` of a tensor of a dispatching subclass: the overrides are handed
+// torch.Tensor.<name>.__get__, as eager does for the attributes torch defines in C (x.T,
+// x.shape, x.dtype, ...). Null when nothing dispatches.
+ValuePtr dispatch_attribute_read(Tracer& tracer, const ValuePtr& tensor, const std::string& name);
+
 // A real tensor entering the trace (an input, a module's tensor): one of a dispatching subclass
 // makes the graph run with subclass dispatch off, as the trace models dispatch itself.
 void note_real_tensor(Tracer& tracer, PyObject* tensor);
