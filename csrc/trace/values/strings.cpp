@@ -31,6 +31,12 @@ py::Ref<> set_subclass_stand_in(Tracer& tracer, ObjectValue& object) {
   return made;
 }
 
+// The type of a C slot bound to an object (`None.__repr__`): not in the C API on every version.
+PyTypeObject* method_wrapper_type() {
+  static PyTypeObject* type = Py_TYPE(check(PyObject_GetAttrString(Py_None, "__repr__")).get());
+  return type;
+}
+
 // The real object whose text stands for `value`, or null: objects whose str/repr run no user
 // code and depend on the object alone.
 py::Ref<> textual_object(Tracer& tracer, const ValuePtr& symbolic) {
@@ -56,7 +62,7 @@ py::Ref<> textual_object(Tracer& tracer, const ValuePtr& symbolic) {
   bool builtin_function = self != nullptr && (PyModule_Check(self) || PyType_Check(self));
   bool c_descriptor = Py_IS_TYPE(real, &PyMethodDescr_Type) || Py_IS_TYPE(real, &PyWrapperDescr_Type) ||
                       Py_IS_TYPE(real, &PyGetSetDescr_Type) || Py_IS_TYPE(real, &PyClassMethodDescr_Type) ||
-                      Py_IS_TYPE(real, &_PyMethodWrapper_Type);
+                      type == method_wrapper_type();
   if (!plain_class && !plain_module && !builtin_function && !c_descriptor) return nullptr;
   tracer.pin_identity(value);
   return py::Ref<>::newref(real);
