@@ -445,17 +445,13 @@ def _checked_graph_call(compiled, expected, backend_name_, graph_name):
     to the frame callback active around the user's code) and, until a call passes the
     check, its outputs are checked against the graph's: a backend returning the wrong number
     of values would otherwise make the compiled function return a wrong one."""
-    set_callback = frame_hook().set_callback
+    run_uncaptured = frame_hook().CapturedCall(compiled, None, None)
     checked = expected is None
 
     @functools.wraps(compiled)
     def compiled_graph(*args):
         nonlocal checked
-        previous = set_callback(None)
-        try:
-            outputs = compiled(*args)
-        finally:
-            set_callback(previous)
+        outputs = run_uncaptured(*args)
         if not checked:
             if not isinstance(outputs, (tuple, list)) or len(outputs) != expected:
                 got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else type(outputs).__name__

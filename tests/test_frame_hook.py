@@ -825,3 +825,18 @@ def test_captured_call_binds_as_a_method_and_is_collected():
     del call
     gc.collect()
     assert ref() is None
+
+
+def test_captured_call_without_a_callback_runs_with_capture_off_and_puts_the_callback_back():
+    log, outer = [], Recorder()
+    probe = _probe(log)
+    call = _frame.CapturedCall(probe, None, None)
+    with _frame.hooked(outer):
+        assert call(2) == 2
+        assert _frame.get_callback() is outer
+        with pytest.raises(ValueError, match="negative"):
+            call(-1)
+        assert _frame.get_callback() is outer
+    assert log == [None, None] and probe.__code__ not in outer.seen
+    with pytest.raises(TypeError, match="three callables"):
+        _frame.CapturedCall(probe, Recorder(), None)

@@ -44,13 +44,15 @@ void new_module_generation() {
 PyObject* call(PyObject* self_object, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   CapturedCall* self = as_captured(self_object);
   try {
-    if (g_verify) return PyObject_Vectorcall(self->verified_call, args, nargsf, kwnames);
-    new_module_generation();
     std::shared_ptr<FrameCompiler> compiler;
     py::Ref<> handle;
-    if (!g_forced_eager) {
-      compiler = *self->compiler;
-      handle = py::Ref<>::newref(self->callback);
+    if (*self->compiler) {  // capturing (a callback of None turns capture off)
+      if (g_verify) return PyObject_Vectorcall(self->verified_call, args, nargsf, kwnames);
+      new_module_generation();
+      if (!g_forced_eager) {
+        compiler = *self->compiler;
+        handle = py::Ref<>::newref(self->callback);
+      }
     }
     CompilerScope scope(std::move(compiler), std::move(handle));
     return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
@@ -68,13 +70,15 @@ PyObject* make(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:CapturedCall", const_cast<char**>(names), &fn, &callback,
                                    &verified_call))
     return nullptr;
-  if (!PyCallable_Check(fn) || !PyCallable_Check(callback) || !PyCallable_Check(verified_call)) {
-    PyErr_SetString(PyExc_TypeError, "CapturedCall(fn, callback, verified_call) takes three callables");
+  const bool capturing = callback != Py_None;
+  if (!PyCallable_Check(fn) || (capturing && (!PyCallable_Check(callback) || !PyCallable_Check(verified_call)))) {
+    PyErr_SetString(PyExc_TypeError,
+                    "CapturedCall(fn, callback, verified_call) takes three callables, or fn, None, None (capture off)");
     return nullptr;
   }
   try {
-    auto compiler = std::make_unique<std::shared_ptr<FrameCompiler>>(
-        std::make_shared<PythonCallbackCompiler>(py::Ref<>::newref(callback)));
+    auto compiler = std::make_unique<std::shared_ptr<FrameCompiler>>();
+    if (capturing) *compiler = std::make_shared<PythonCallbackCompiler>(py::Ref<>::newref(callback));
     CapturedCall* self = as_captured(type->tp_alloc(type, 0));
     if (self == nullptr) return nullptr;
     self->vectorcall = call;

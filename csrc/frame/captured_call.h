@@ -18,7 +18,10 @@
 namespace bytegraph::frame {
 
 // Adds the type to `module` as `CapturedCall(fn, callback, verified_call)`: `verified_call`
-// is called as verified_call(*args, **kwargs) while verify_correctness is on. Throws PythonError.
+// is called as verified_call(*args, **kwargs) while verify_correctness is on. With a callback
+// of None (and verified_call None) it runs fn with capture off: what runs a compiled graph
+// (its own frames must not be offered to the callback of the code around it), and the
+// callback before is put back as it was. Throws PythonError.
 void add_captured_call_type(PyObject* module);
 
 void set_forced_eager(bool forced);
