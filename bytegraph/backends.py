@@ -445,21 +445,14 @@ def _checked_graph_call(compiled, expected, backend_name_, graph_name):
     to the frame callback active around the user's code) and, until a call passes the
     check, its outputs are checked against the graph's: a backend returning the wrong number
     of values would otherwise make the compiled function return a wrong one."""
-    run_uncaptured = frame_hook().CapturedCall(compiled, None, None)
-    checked = expected is None
+    def bad_outputs(outputs):
+        got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else type(outputs).__name__
+        error = TypeError(f"the compiled graph returned {got}; the graph has {expected} outputs (a tuple)")
+        raise exc.raised_type(BackendCompilerFailed)(backend_name_, graph_name, error) from None
 
-    @functools.wraps(compiled)
-    def compiled_graph(*args):
-        nonlocal checked
-        outputs = run_uncaptured(*args)
-        if not checked:
-            if not isinstance(outputs, (tuple, list)) or len(outputs) != expected:
-                got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else type(outputs).__name__
-                error = TypeError(f"the compiled graph returned {got}; the graph has {expected} outputs (a tuple)")
-                raise exc.raised_type(BackendCompilerFailed)(backend_name_, graph_name, error) from None
-            checked = True
-        return outputs
-
+    checked = -1 if expected is None else expected
+    compiled_graph = frame_hook().CapturedCall(compiled, None, None, checked, bad_outputs)
+    functools.update_wrapper(compiled_graph, compiled)
     setattr(compiled_graph, DISABLE_MARK, True)
     return compiled_graph
 

@@ -35,14 +35,17 @@ class FakeFrameHook:
     def mark_skip(self, code):
         self.skipped.append(code)
 
-    def CapturedCall(self, fn, callback, verified_call):  # noqa: N802 (the hook's type)
+    def CapturedCall(self, fn, callback, verified_call, expected_outputs=-1, bad_outputs=None):  # noqa: N802
         """The hook's wrapper of a compiled function, setting this fake's callback instead."""
         def call(*args, **kwargs):
             previous = self.set_callback(callback)
             try:
-                return fn(*args, **kwargs)
+                outputs = fn(*args, **kwargs)
             finally:
                 self.set_callback(previous)
+            if expected_outputs >= 0 and not (isinstance(outputs, (tuple, list)) and len(outputs) == expected_outputs):
+                bad_outputs(outputs)
+            return outputs
         return call
 
 

@@ -21,6 +21,8 @@ struct CapturedCall {
   PyObject* fn;
   PyObject* callback;
   PyObject* verified_call;
+  PyObject* bad_outputs;  // called with a result that is not `expected_outputs` values (it raises)
+  Py_ssize_t expected_outputs;  // -1: results are not checked (any more)
   PyObject* dict;
   PyObject* weakrefs;
   std::shared_ptr<FrameCompiler>* compiler;  // made once, for every call
@@ -54,8 +56,20 @@ PyObject* call(PyObject* self_object, PyObject* const* args, size_t nargsf, PyOb
         handle = py::Ref<>::newref(self->callback);
       }
     }
-    CompilerScope scope(std::move(compiler), std::move(handle));
-    return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    py::Ref<> outputs;
+    {
+      CompilerScope scope(std::move(compiler), std::move(handle));
+      outputs = py::Ref<>::steal(PyObject_Vectorcall(self->fn, args, nargsf, kwnames));
+    }
+    if (!outputs || self->expected_outputs < 0) return outputs.release();
+    const bool sequence = PyTuple_Check(outputs.get()) || PyList_Check(outputs.get());
+    if (sequence && PySequence_Fast_GET_SIZE(outputs.get()) == self->expected_outputs) {
+      self->expected_outputs = -1;  // checked once: the backend returns what the graph does
+      return outputs.release();
+    }
+    py::Ref<> raised = py::Ref<>::steal(PyObject_CallOneArg(self->bad_outputs, outputs.get()));
+    if (raised) PyErr_SetString(PyExc_TypeError, "the compiled graph returned the wrong number of values");
+    return nullptr;
   } catch (abi::__forced_unwind&) {
     throw;
   } catch (...) {
@@ -65,11 +79,16 @@ PyObject* call(PyObject* self_object, PyObject* const* args, size_t nargsf, PyOb
 }
 
 PyObject* make(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  PyObject *fn, *callback, *verified_call;
-  static const char* names[] = {"fn", "callback", "verified_call", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:CapturedCall", const_cast<char**>(names), &fn, &callback,
-                                   &verified_call))
+  PyObject *fn, *callback, *verified_call, *bad_outputs = Py_None;
+  Py_ssize_t expected_outputs = -1;
+  static const char* names[] = {"fn", "callback", "verified_call", "expected_outputs", "bad_outputs", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|nO:CapturedCall", const_cast<char**>(names), &fn, &callback,
+                                   &verified_call, &expected_outputs, &bad_outputs))
     return nullptr;
+  if (expected_outputs >= 0 && !PyCallable_Check(bad_outputs)) {
+    PyErr_SetString(PyExc_TypeError, "CapturedCall: expected_outputs needs a bad_outputs callable");
+    return nullptr;
+  }
   const bool capturing = callback != Py_None;
   if (!PyCallable_Check(fn) || (capturing && (!PyCallable_Check(callback) || !PyCallable_Check(verified_call)))) {
     PyErr_SetString(PyExc_TypeError,
@@ -85,6 +104,8 @@ PyObject* make(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     self->fn = Py_NewRef(fn);
     self->callback = Py_NewRef(callback);
     self->verified_call = Py_NewRef(verified_call);
+    self->bad_outputs = Py_NewRef(bad_outputs);
+    self->expected_outputs = expected_outputs;
     self->compiler = compiler.release();
     return reinterpret_cast<PyObject*>(self);
   } catch (...) {
@@ -99,6 +120,7 @@ int traverse(PyObject* self_object, visitproc visit, void* arg) {
   Py_VISIT(self->fn);
   Py_VISIT(self->callback);
   Py_VISIT(self->verified_call);
+  Py_VISIT(self->bad_outputs);
   Py_VISIT(self->dict);
   return 0;
 }
@@ -108,6 +130,7 @@ int clear(PyObject* self_object) {
   Py_CLEAR(self->fn);
   Py_CLEAR(self->callback);
   Py_CLEAR(self->verified_call);
+  Py_CLEAR(self->bad_outputs);
   Py_CLEAR(self->dict);
   return 0;
 }

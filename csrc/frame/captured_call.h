@@ -21,7 +21,9 @@ namespace bytegraph::frame {
 // is called as verified_call(*args, **kwargs) while verify_correctness is on. With a callback
 // of None (and verified_call None) it runs fn with capture off: what runs a compiled graph
 // (its own frames must not be offered to the callback of the code around it), and the
-// callback before is put back as it was. Throws PythonError.
+// callback before is put back as it was. With `expected_outputs` n >= 0, a result that is
+// not a tuple or list of n values is handed to `bad_outputs` (which raises) until one call
+// returns n values. Throws PythonError.
 void add_captured_call_type(PyObject* module);
 
 void set_forced_eager(bool forced);
