@@ -51,6 +51,7 @@ __all__ = [
     "CapturedCall",
     "set_forced_eager",
     "set_verify_correctness",
+    "new_module_generation",
 ]
 
 # CapturedCall(fn, callback, verified_call): calls fn with `callback` as this thread's frame
@@ -61,6 +62,12 @@ CapturedCall = _frame.CapturedCall
 def set_forced_eager(forced: bool) -> None:
     """set_stance("force_eager") is in force: CapturedCall runs its function with no callback."""
     _frame.set_forced_eager(forced)
+
+
+def new_module_generation() -> None:
+    """Starts a new torch GenerationTracker generation once torch._dynamo is loaded (each
+    capturing span does, as torch.compile's contexts do)."""
+    _frame.new_module_generation()
 
 
 def set_verify_correctness(verify: bool) -> None:

@@ -8,14 +8,13 @@ miss. The objects here set the callback for exactly the span of user code they w
 - `disable(fn)`: run `fn` (and everything it calls) with capture off.
 
 A compiled function's wrapper is the hook's `CapturedCall`, which does what
-`call_with_callback` does without a Python frame. Entering a capturing span also starts a new module generation for torch's
-`GenerationTracker` once torch._dynamo is loaded, as torch.compile's contexts do (CUDA graph
-trees and torch's own tests read it); before that nothing can read it.
+`call_with_callback` does without a Python frame. Entering a capturing span also starts a new
+module generation for torch's `GenerationTracker` once torch._dynamo is loaded, as
+torch.compile's contexts do (CUDA graph trees and torch's own tests read it).
 """
 
 import functools
 import inspect
-import sys
 import threading
 
 from bytegraph import _frame
@@ -36,17 +35,11 @@ def _forced_eager():
     return _stance.current().name == "force_eager"
 
 
-def _new_module_generation():
-    tracker = sys.modules.get("torch._dynamo.mutation_guard")
-    if tracker is not None:
-        tracker.install_generation_tagging_init()  # idempotent patch, then generation += 1
-
-
 def call_with_callback(callback, fn, args, kwargs):
     """Call fn(*args, **kwargs) with the thread's frame callback set to `callback` (to None
     under set_stance("force_eager"): nothing compiled, no compiled entry used)."""
     if callback is not None:
-        _new_module_generation()
+        _frame.new_module_generation()
         if _forced_eager():
             callback = None
     previous = _frame.set_callback(callback)
@@ -73,7 +66,7 @@ class CaptureContext:
             self._saved.stack = []
         callback = self.callback
         if callback is not None:
-            _new_module_generation()
+            _frame.new_module_generation()
             if _forced_eager():
                 callback = None
         self._saved.stack.append(_frame.set_callback(callback))

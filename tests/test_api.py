@@ -35,6 +35,9 @@ class FakeFrameHook:
     def mark_skip(self, code):
         self.skipped.append(code)
 
+    def new_module_generation(self):
+        pass
+
     def CapturedCall(self, fn, callback, verified_call, expected_outputs=-1, bad_outputs=None):  # noqa: N802
         """The hook's wrapper of a compiled function, setting this fake's callback instead."""
         def call(*args, **kwargs):

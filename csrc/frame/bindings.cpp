@@ -104,6 +104,8 @@ void bind_frame(nb::module_& m) {
   frame::add_captured_call_type(sub.ptr());
   sub.def("set_forced_eager", &frame::set_forced_eager, nb::arg("forced"),
           "set_stance('force_eager') is in force: CapturedCall runs with no callback.");
+  sub.def("new_module_generation", &frame::new_module_generation,
+          "Starts a new GenerationTracker generation (what entering a capturing span does).");
   sub.def("set_verify_correctness", &frame::set_verify_correctness, nb::arg("verify"),
           "config.verify_correctness: CapturedCall goes through its verified_call.");
   sub.def("mark_skip", [](nb::handle code) { frame::mark_skip(as_code(code)); }, nb::arg("code"));

@@ -30,6 +30,8 @@ struct CapturedCall {
 
 CapturedCall* as_captured(PyObject* self) { return reinterpret_cast<CapturedCall*>(self); }
 
+}  // namespace
+
 void new_module_generation() {
   static PyObject* key = PyUnicode_InternFromString("torch._dynamo.mutation_guard");
   static PyObject* method = PyUnicode_InternFromString("install_generation_tagging_init");
@@ -40,6 +42,8 @@ void new_module_generation() {
   }
   check(PyObject_CallMethodNoArgs(tracker, method));  // patches Module.__init__ once, then counts
 }
+
+namespace {
 
 // Not noexcept: a thread ended by the interpreter's finalization unwinds through here (see
 // eval_hook.cpp's eval_frame_hook).

@@ -26,6 +26,10 @@ namespace bytegraph::frame {
 // returns n values. Throws PythonError.
 void add_captured_call_type(PyObject* module);
 
+// A new module generation for torch's GenerationTracker, once torch._dynamo's mutation_guard
+// is loaded (nothing can read it before). Throws PythonError.
+void new_module_generation();
+
 void set_forced_eager(bool forced);
 void set_verify_correctness(bool verify);
 

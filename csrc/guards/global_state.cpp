@@ -123,14 +123,18 @@ constexpr std::array<const char*, kTracedStateCount> kTracedStateNames = {
     "_global_backward_pre_hooks, _global_backward_hooks: how many)",
 };
 
+// How many hooks global hook dict `i` holds.
+Py_ssize_t module_hook_count(const Readers& r, size_t i) {
+  Py_ssize_t size = PyObject_Size(r.module_hooks[i].get());
+  if (size < 0) throw_python_error();
+  return size;
+}
+
 py::Ref<> read_traced_state(const Readers& r, int state) {
   if (state == static_cast<int>(TracedState::ModuleHooks)) {
     py::Ref<> sizes = check(PyTuple_New(static_cast<Py_ssize_t>(r.module_hooks.size())));
-    for (size_t i = 0; i < r.module_hooks.size(); ++i) {
-      Py_ssize_t size = PyObject_Size(r.module_hooks[i].get());
-      if (size < 0) throw_python_error();
-      PyTuple_SET_ITEM(sizes.get(), i, check(PyLong_FromSsize_t(size)).release());
-    }
+    for (size_t i = 0; i < r.module_hooks.size(); ++i)
+      PyTuple_SET_ITEM(sizes.get(), i, check(PyLong_FromSsize_t(module_hook_count(r, i))).release());
     return sizes;
   }
   const std::vector<Query>& queries = r.traced[state];
@@ -140,20 +144,35 @@ py::Ref<> read_traced_state(const Readers& r, int state) {
   return values;
 }
 
-bool handling_an_exception() {
-  auto handled = py::Ref<>::steal(PyErr_GetHandledException());
-  return handled && handled.get() != Py_None;
-}
-
 bool same_value(PyObject* a, PyObject* b) {
   if (a == b) return true;  // bools, dtypes, None and small ints are singletons
   if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) return PyUnicode_Compare(a, b) == 0;
   const bool numbers = PyLong_CheckExact(a) && PyLong_CheckExact(b);
-  const bool sequences = (PyTuple_CheckExact(a) && PyTuple_CheckExact(b)) || (PyList_CheckExact(a) && PyList_CheckExact(b));
-  if (!numbers && !sequences) return false;
+  const bool lists = PyList_CheckExact(a) && PyList_CheckExact(b);  // the sdp priority order
+  if (!numbers && !lists) return false;
   int equal = PyObject_RichCompareBool(a, b, Py_EQ);
   if (equal < 0) PyErr_Clear();
   return equal == 1;
+}
+
+// Whether traced state `state` is `then` now, read without building its value: the check
+// runs on every call of a frame that called a module.
+bool traced_state_matches(const Readers& r, int state, PyObject* then) {
+  if (state == static_cast<int>(TracedState::ModuleHooks)) {
+    for (size_t i = 0; i < r.module_hooks.size(); ++i)
+      if (module_hook_count(r, i) != PyLong_AsSsize_t(PyTuple_GET_ITEM(then, i))) return false;
+    return true;
+  }
+  const std::vector<Query>& queries = r.traced[state];
+  if (queries.size() == 1) return same_value(queries[0]().get(), then);
+  for (size_t i = 0; i < queries.size(); ++i)
+    if (!same_value(queries[i]().get(), PyTuple_GET_ITEM(then, i))) return false;
+  return true;
+}
+
+bool handling_an_exception() {
+  auto handled = py::Ref<>::steal(PyErr_GetHandledException());
+  return handled && handled.get() != Py_None;
 }
 
 std::string text_of(PyObject* value) {
@@ -250,10 +269,10 @@ class GlobalStateMatch final : public LeafGuard {
     }
     for (int state = 0; state < kTracedStateCount; ++state) {
       if (!snapshot_.compares(static_cast<TracedState>(state))) continue;
-      py::Ref<> now = read_traced_state(r, state);
       PyObject* then = snapshot_.traced_states[state].get();
-      if (!same_value(now.get(), then))
-        return std::string(kTracedStateNames[state]) + ": traced with " + text_of(then) + ", called with " + text_of(now.get());
+      if (!traced_state_matches(r, state, then))
+        return std::string(kTracedStateNames[state]) + ": traced with " + text_of(then) + ", called with " +
+               text_of(read_traced_state(r, state).get());
     }
     if (snapshot_.no_handled_exception && handling_an_exception())
       return "sys.exception(): traced with None, called while the caller handles an exception";
