@@ -10,6 +10,7 @@ attributes is read (`torch._dynamo.reset`, `from torch._dynamo import mark_dynam
 backend), exactly as a normal import would have, in the same module object.
 """
 
+import functools
 import importlib.util
 import sys
 import threading
@@ -34,7 +35,7 @@ class _DeferredPackage(types.ModuleType):
             # torch's own `_disable_dynamo` decorator (on FakeTensorMode.__torch_dispatch__ and
             # other internals) asks for torch._dynamo.disable on the first call of what it
             # decorates. Until torch._dynamo runs nothing can be compiled by it, so there is
-            # nothing to disable yet: see _DisabledUntilLoaded.
+            # nothing to disable yet: see _disable_until_loaded.
             return _disable_until_loaded
         # `from . import utils` inside its own submodules asks the package for a submodule:
         # one of the standalone ones imports alone (see _SubmoduleFinder for the others).
@@ -99,26 +100,30 @@ class _SubmoduleFinder:
         return None
 
 
-class _DisabledUntilLoaded:
-    """What torch._dynamo.disable(fn, ...) returns before torch._dynamo has run: `fn` itself
-    while Dynamo cannot be compiling anything, Dynamo's own disabled wrapper once it is loaded."""
-
-    def __init__(self, fn, args, kwargs):
-        self._fn, self._args, self._kwargs = fn, args, kwargs
-        self._disabled = None
-
-    def __call__(self, *args, **kwargs):
-        if self._disabled is None:
-            if not loaded():
-                return self._fn(*args, **kwargs)
-            self._disabled = sys.modules[_NAME].disable(self._fn, *self._args, **self._kwargs)
-        return self._disabled(*args, **kwargs)
-
-
 def _disable_until_loaded(fn=None, *args, **kwargs):
-    if fn is None or loaded():
+    """What torch._dynamo.disable(fn, ...) returns before torch._dynamo has run: a function
+    that calls `fn` with capture off (bytegraph's disable) while Dynamo is not loaded, and
+    Dynamo's own disabled wrapper once it is. Marked as Dynamo marks its wrappers, so a trace
+    reaching it calls it opaquely, as it would Dynamo's."""
+    recursive = args[0] if args else kwargs.get("recursive", True)
+    if fn is None or loaded() or not recursive:
         return getattr(_load_now(), "disable")(fn, *args, **kwargs)
-    return _DisabledUntilLoaded(fn, args, kwargs)
+    from bytegraph._extension import _C
+
+    uncaptured = _C.frame.CapturedCall(fn, None, None)
+    dynamo_disabled = None
+
+    def run_uncaptured(*call_args, **call_kwargs):
+        nonlocal dynamo_disabled
+        if dynamo_disabled is None:
+            if not loaded():
+                return uncaptured(*call_args, **call_kwargs)
+            dynamo_disabled = sys.modules[_NAME].disable(fn, *args, **kwargs)
+        return dynamo_disabled(*call_args, **call_kwargs)
+
+    functools.update_wrapper(run_uncaptured, fn)
+    run_uncaptured._torchdynamo_disable = True
+    return run_uncaptured
 
 
 def _load_now():

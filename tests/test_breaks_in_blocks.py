@@ -171,3 +171,189 @@ def test_inside_a_loop_of_a_try_block():
     cf, counter = compiled_with_counter(f)
     xs = [torch.ones(2), torch.full((2,), 2.0)]
     torch.testing.assert_close(cf(xs), f(xs))
+
+
+# ---- blocks whose context is made again at a break inside them ---------------------------------
+
+_hooks_message = torch._C._autograd._saved_tensors_hooks_get_disabled_error_message
+
+
+@torch.compiler.disable
+def _seen_state(log):
+    """Runs eagerly (a break): what the breaking instruction sees."""
+    log.append((_hooks_message(), torch._C._get_math_sdp_enabled(), torch._C._get_flash_sdp_enabled()))
+
+
+def _graph_targets(counter):
+    return [[getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes if n.op == "call_function"]
+            for gm in counter.graphs]
+
+
+class _GraphsCounter(CompileCounter):
+    def __init__(self):
+        super().__init__()
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return super().__call__(gm, example_inputs)
+
+
+def test_a_break_inside_a_contextmanager_block_enters_it_again():
+    def f(x, log):
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            y = x + 1
+            _seen_state(log)
+            return y * 2
+
+    counter = _GraphsCounter()
+    cf = bytegraph.compile(f, backend=counter)
+    for _ in range(2):
+        eager_log, compiled_log = [], []
+        torch.testing.assert_close(cf(torch.ones(2), compiled_log), f(torch.ones(2), eager_log))
+        assert _hooks_message() is None
+        assert compiled_log == eager_log == [("no hooks here", True, True)]
+    # Before the break and after it, each graph entering and leaving the block itself.
+    assert _graph_targets(counter) == [
+        ["_saved_tensors_hooks_disable", "add", "_saved_tensors_hooks_enable"],
+        ["_saved_tensors_hooks_disable", "mul", "_saved_tensors_hooks_enable"],
+    ]
+    assert counter.frame_count == 2  # no recompile on the second call
+
+
+def test_nested_state_blocks_are_entered_again_in_order():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def f(x, log):
+        with torch.autograd.graph.disable_saved_tensors_hooks("outer"):
+            with sdpa_kernel([SDPBackend.MATH]):
+                y = x.sin()
+                _seen_state(log)
+                y = y.cos()
+            _seen_state(log)
+        _seen_state(log)
+        return y
+
+    cf, counter = compiled_with_counter(f)
+    eager_log, compiled_log = [], []
+    torch.testing.assert_close(cf(torch.ones(2), compiled_log), f(torch.ones(2), eager_log))
+    assert compiled_log == eager_log
+    assert eager_log[0] == ("outer", True, False)
+    assert (_hooks_message(), torch._C._get_flash_sdp_enabled()) == (None, True)
+    assert counter.frame_count >= 2
+
+
+def test_the_block_exits_with_the_exception_the_breaking_call_raises():
+    @contextlib.contextmanager
+    def hooks_off_swallowing(kind):
+        torch._C._autograd._saved_tensors_hooks_disable("off")
+        try:
+            yield
+        except kind:
+            pass
+        finally:
+            torch._C._autograd._saved_tensors_hooks_enable()
+
+    def f(x, flag):
+        y = x * 2
+        with hooks_off_swallowing(ValueError):
+            y = y + 1
+            y = _maybe_raise_opaque(y, flag)
+            y = y * 10
+        return y - 1
+
+    cf, counter = compiled_with_counter(f)
+    for flag in (False, True):
+        torch.testing.assert_close(cf(torch.ones(2), flag), f(torch.ones(2), flag))
+        assert _hooks_message() is None
+    assert counter.frame_count >= 2
+
+    def g(x):
+        with hooks_off_swallowing(KeyError):
+            return _maybe_raise_opaque(x + 1, True)
+
+    with pytest.raises(ValueError):
+        bytegraph.compile(g, backend=CompileCounter())(torch.ones(2))
+    assert _hooks_message() is None
+
+
+def test_a_block_whose_enter_changes_outside_state_is_not_entered_twice():
+    entered = []
+
+    @contextlib.contextmanager
+    def noting():
+        entered.append(1)
+        torch._C._autograd._saved_tensors_hooks_disable("noting")
+        try:
+            yield
+        finally:
+            torch._C._autograd._saved_tensors_hooks_enable()
+
+    def f(x, log):
+        with noting():
+            y = x + 1
+            _seen_state(log)
+        return y
+
+    cf, counter = compiled_with_counter(f)
+    log = []
+    torch.testing.assert_close(cf(torch.ones(2), log), torch.full((2,), 2.0))
+    assert entered == [1] and log == [("noting", True, True)]
+    assert _hooks_message() is None
+
+
+def test_state_switched_inside_the_block_before_the_break_is_kept():
+    @contextlib.contextmanager
+    def hooks_off():
+        torch._C._autograd._saved_tensors_hooks_disable("off")
+        try:
+            yield
+        finally:
+            torch._C._autograd._saved_tensors_hooks_enable()
+
+    def f(x, log):
+        with hooks_off():
+            torch._C._autograd._saved_tensors_hooks_disable("changed inside")
+            y = x + 1
+            _seen_state(log)
+        return y
+
+    cf, counter = compiled_with_counter(f)
+    eager_log, compiled_log = [], []
+    torch.testing.assert_close(cf(torch.ones(2), compiled_log), f(torch.ones(2), eager_log))
+    assert compiled_log == eager_log == [("changed inside", True, True)]
+    assert _hooks_message() is None
+
+
+def test_a_class_context_made_in_the_frame_is_made_again():
+    class GradSwitch:
+        def __init__(self, mode):
+            self.prev = torch.is_grad_enabled()
+            self.mode = mode
+
+        def __enter__(self):
+            torch._C._set_grad_enabled(self.mode)
+
+        def __exit__(self, *exc):
+            torch._C._set_grad_enabled(self.prev)
+
+    @torch.compiler.disable
+    def seen_grad(log):
+        log.append(torch.is_grad_enabled())
+
+    def f(x, log):
+        with GradSwitch(False):
+            y = x * 2
+            seen_grad(log)
+            y = y + 1
+        return y
+
+    cf, counter = compiled_with_counter(f)
+    x = torch.ones(2, requires_grad=True)
+    eager_log, compiled_log = [], []
+    expected, got = f(x, eager_log), cf(x, compiled_log)
+    torch.testing.assert_close(got, expected)
+    assert got.requires_grad == expected.requires_grad is False
+    assert compiled_log == eager_log == [False]
+    assert torch.is_grad_enabled()
+    assert counter.frame_count == 2

@@ -47,7 +47,7 @@ nb::object plan_view(const codegen::OutputPlan& plan) {
     default: {
       static const char* names[] = {"graph_output", "constant", "source", "tuple", "list", "dict", "named_tuple",
                                     "null", "iterator", "attr", "enter_context", "bound_method", "make_function", "set", "call",
-                                    "grad_mode_exit", "temp", "new_object"};
+                                    "grad_mode_exit", "context_exit", "temp", "new_object"};
       static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(Kind::NewObject) + 1,
                     "a name for every plan kind");
       nb::list items;

@@ -82,11 +82,24 @@ void restore_state(CodeBuilder& builder, const BreakCall& call, PyCodeObject* co
 // resume(*locals, *stack) with a function made here, so it gets this frame's globals and,
 // through the cells it loads, this frame's cells: its free variables are this frame's free
 // variables and cell variables, by name.
-void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume) {
+void emit_resume_call(CodeBuilder& builder, const ResumeCall& resume, bool close_contexts = false) {
   const std::size_t depth = resume.stack_nulls.size();
+  auto closed = [&](std::size_t i) { return close_contexts && resume.exits.at(i); };
   // The stack is parked in temporaries (STORE_FAST also takes a NULL) so the function and
   // the call protocol's NULL can go below the arguments.
-  for (std::size_t i = depth; i-- > 0;) builder.store_fast(resume.stack_nulls[i] ? "___null" : temporary_name(i));
+  for (std::size_t i = depth; i-- > 0;)
+    builder.store_fast(resume.stack_nulls[i] && !closed(i) ? "___null" : temporary_name(i));
+  // __exit__(None, None, None) of the blocks entered for the breaking instruction, innermost
+  // first: the resume function enters them again.
+  for (std::size_t i = depth; i-- > 0;) {
+    if (!closed(i)) continue;
+    builder.before_callable();
+    builder.load_fast(temporary_name(i));
+    builder.after_callable();
+    for (int k = 0; k < 3; ++k) builder.load_const(Py_None);
+    builder.call(3);
+    builder.pop_top();
+  }
   builder.before_callable();
   py::Ref<> freevars = check(PyCode_GetFreevars(reinterpret_cast<PyCodeObject*>(resume.code.get())));
   const Py_ssize_t nfree = PyTuple_GET_SIZE(freevars.get());
@@ -188,7 +201,7 @@ py::Ref<> generate_break_call(PyCodeObject* code, const bytecode::InstructionLis
   for (std::size_t i = 0; i < call.resumes.size(); ++i) {
     const std::size_t first = builder.instructions().size();
     if (in_grad_mode_block) emit_set_grad_enabled(builder, call);
-    emit_resume_call(builder, call.resumes[i]);
+    emit_resume_call(builder, call.resumes[i], call.close_contexts);
     if (branch != nullptr && i == 1) branch->target = builder.instructions()[first].get();
   }
   std::shared_ptr<bytecode::ExceptionTableEntry> entry;

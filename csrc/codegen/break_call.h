@@ -31,7 +31,8 @@ namespace bytegraph::codegen {
 struct ResumeCall {
   py::Ref<> code;                   // the resume function's code object
   std::vector<bool> stack_nulls;    // the stack on this path after the instruction (true: a NULL or
-                                    // a grad-mode exit, which are not passed)
+                                    // the exit of a block the resume function enters again, not passed)
+  std::vector<bool> exits;          // which of those are such exits
   std::vector<std::string> locals;  // locals passed after the non-NULL stack values
 };
 
@@ -55,6 +56,12 @@ struct BreakCall {
   // the breaking instruction raises (then re-raises), and before each resume call (the
   // resume function enters the blocks itself).
   py::Ref<> set_grad_enabled, grad_enabled_outside;
+  // Set when the break is inside other `with` blocks entered again (trace/values/
+  // context_reentry.h): the graph put back the state outside them, the stack's Enter plans make
+  // and enter fresh contexts for the breaking instruction, and generated code exits them
+  // (innermost first) before each resume call; if the instruction raises, the original's
+  // cleanup of the innermost block gets their exits.
+  bool close_contexts = false;
 };
 
 // `instructions`: `code` decoded (the trace's copy); `site`: find_break_site's answer there.

@@ -149,7 +149,8 @@ void emit_plan(CodeBuilder& builder, const OutputPlan& plan, PyCodeObject* code)
       builder.load_attr(plan.attribute);
       return;
     case Kind::GradModeExit:
-      throw InternalError("emit_plan: a grad-mode block's exit is entered again, not rebuilt");
+    case Kind::ContextExit:
+      throw InternalError("emit_plan: a block's exit is entered again, not rebuilt");
     case Kind::Temp:
       builder.load_fast(new_object_local(plan.index));
       return;

@@ -37,14 +37,15 @@ size_t index_of(const InstructionList& instructions, const Instruction* inst) {
   throw InternalError("instruction outside the code");
 }
 
-// Stack positions of the exits of the grad-mode `with` blocks open at the break, when the
-// handlers protecting the breaking instruction are exactly those blocks' cleanups (one per
-// block, innermost first, nothing around them); nullopt otherwise (an empty list: no block).
-std::optional<std::vector<size_t>> open_grad_mode_blocks(const InstructionList& instructions, size_t at,
-                                                          const std::vector<OutputPlan>& stack) {
+// Stack positions of the exits (plans of `kind`) of the `with` blocks open at the break that
+// generated code enters again, when the handlers protecting the breaking instruction are exactly
+// those blocks' cleanups (one per block, innermost first, nothing around them); nullopt
+// otherwise (an empty list: no block).
+std::optional<std::vector<size_t>> open_blocks(const InstructionList& instructions, size_t at,
+                                               const std::vector<OutputPlan>& stack, OutputPlan::Kind kind) {
   std::vector<size_t> exits;
   for (size_t i = 0; i < stack.size(); ++i)
-    if (stack[i].kind == OutputPlan::Kind::GradModeExit) exits.push_back(i);
+    if (stack[i].kind == kind) exits.push_back(i);
   const bytecode::ExceptionTableEntry* entry = instructions[at]->exception_entry.get();
   for (auto it = exits.rbegin(); it != exits.rend(); ++it) {
     if (entry == nullptr || entry->depth != static_cast<int>(*it) + 1) return std::nullopt;
@@ -179,7 +180,10 @@ struct ResumeTarget {
     keep_instance_first(code, names, state.locals);
     ResumeCall resume;
     resume.code = resume_code_for(code, offset, stack.slots, stack.contexts, names);
-    for (StackSlot slot : stack.slots) resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
+    for (StackSlot slot : stack.slots) {
+      resume.stack_nulls.push_back(slot == StackSlot::Null || slot == StackSlot::Context);
+      resume.exits.push_back(slot == StackSlot::Context);
+    }
     resume.locals = std::move(names);
     return resume;
   }
@@ -210,17 +214,27 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
   const int offset = result.graph_break->offset;
   const size_t at = index_of_offset(instructions, offset);
   std::vector<OutputPlan> stack = state.stack;
-  std::optional<std::vector<size_t>> grad_blocks = open_grad_mode_blocks(instructions, at, stack);
-  const bool in_grad_blocks = grad_blocks && !grad_blocks->empty();
-  const bool any_grad_block = std::any_of(stack.begin(), stack.end(), [](const OutputPlan& plan) {
-    return plan.kind == OutputPlan::Kind::GradModeExit;
-  });
-  if (any_grad_block && !grad_blocks) {
-    // Generated code re-enters grad-mode blocks only where nothing else (a try block inside
-    // them) protects the breaking instruction.
-    split.eager_reason = "a graph break inside a try block within a grad-mode `with` block";
+  auto any_block = [&](OutputPlan::Kind kind) {
+    return std::any_of(stack.begin(), stack.end(), [&](const OutputPlan& plan) { return plan.kind == kind; });
+  };
+  const bool any_grad_block = any_block(OutputPlan::Kind::GradModeExit);
+  const bool any_context_block = any_block(OutputPlan::Kind::ContextExit);
+  if (any_grad_block && any_context_block) {
+    split.eager_reason = "a graph break inside both grad-mode blocks and other `with` blocks entered again";
     return split;
   }
+  const OutputPlan::Kind exit_kind = any_context_block ? OutputPlan::Kind::ContextExit : OutputPlan::Kind::GradModeExit;
+  std::optional<std::vector<size_t>> blocks = open_blocks(instructions, at, stack, exit_kind);
+  if ((any_grad_block || any_context_block) && !blocks) {
+    // Generated code re-enters blocks only where nothing else (a try block inside them)
+    // protects the breaking instruction.
+    split.eager_reason = "a graph break inside a try block within a `with` block";
+    return split;
+  }
+  const bool in_grad_blocks = any_grad_block && !blocks->empty();
+  const bool in_context_blocks = any_context_block && !blocks->empty();
+  // Grad-mode blocks: generated code restores the mode if the instruction raises. Other blocks:
+  // the innermost block's own cleanup handles it, given the exits generated code entered.
   split.site = find_break_site(instructions, offset, in_grad_blocks);
   split.eager_reason = why_not_split(code, instructions, offset, split.site);
   if (!split.eager_reason.empty()) return split;
@@ -228,8 +242,13 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
   if (in_grad_blocks) {
     call.set_grad_enabled = torch_attr("_C");
     call.set_grad_enabled = check(PyObject_GetAttrString(call.set_grad_enabled.get(), "_set_grad_enabled"));
-    call.grad_enabled_outside = stack[grad_blocks->front()].constant.copy();
-    enter_grad_mode_blocks_again(stack, *grad_blocks, state.grad_enabled);
+    call.grad_enabled_outside = stack[blocks->front()].constant.copy();
+    enter_grad_mode_blocks_again(stack, *blocks, state.grad_enabled);
+  }
+  if (in_context_blocks) {
+    // The graph put back the state outside the blocks; their contexts are made again.
+    for (size_t exit : *blocks) stack[exit].kind = OutputPlan::Kind::EnterContext;
+    call.close_contexts = true;
   }
   std::vector<StackSlot> kinds;
   std::vector<py::Ref<>> contexts;
@@ -245,6 +264,12 @@ FrameSplit plan_split(PyCodeObject* code, const trace::TraceResult& result) {
     // with the exception (and, for a `lasti` handler, the offset) pushed.
     const ExceptionHandler& handler = *split.site.handler;
     ResumeStack resumed = stack_prefix(kinds, contexts, std::min(kinds.size(), static_cast<size_t>(handler.depth)));
+    // The handler exits the blocks generated code entered: their exits are passed on.
+    for (size_t i = 0; i < resumed.slots.size(); ++i) {
+      if (resumed.slots[i] != StackSlot::Context) continue;
+      resumed.slots[i] = StackSlot::Value;
+      resumed.contexts[i] = py::Ref<>();
+    }
     for (int extra = handler.lasti ? 2 : 1; extra > 0; --extra) resumed.push(StackSlot::Value);
     call.handler_resume = target.resume_at(handler.offset, resumed);
     call.handler_lasti = lasti_in_resume(code, offset, call.handler_resume->code.get(), call.handler_lasti);

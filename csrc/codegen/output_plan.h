@@ -27,6 +27,8 @@ struct OutputPlan {
     Call,          // `constant` called with `items` as its arguments
     GradModeExit,  // the exit of an open grad-mode block (`constant`: the mode it restores); split planning
                    // replaces it by EnterContext, it is never emitted
+    ContextExit,   // the exit of an open block whose context `constant()` makes again (trace/values/
+                   // context_reentry.h); likewise replaced by EnterContext
     Temp,          // an object generated code made before anything else (`index`: see new_objects.h)
     NewObject,     // how that object is made: `constant` the class, `make` its allocator; attributes
                    // `names` = `items`, then (dict subclasses) `keys` = the remaining items, set with `set_item`;
@@ -34,7 +36,7 @@ struct OutputPlan {
   };
   Kind kind = Kind::Constant;
   int index = -1;                // GraphOutput: position in the graph's output tuple; MakeFunction: flags
-  py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: the context manager class; BoundMethod: types.MethodType;
+  py::Ref<> constant;            // Constant; MakeFunction: the code object; EnterContext: what makes the context (called with no arguments); BoundMethod: types.MethodType;
                                  // NamedTuple: what builds one from a tuple of its items (cls._make, or a structseq class)
   guards::SourcePtr source;      // Source
   std::vector<OutputPlan> items; // Tuple, List, NamedTuple, Dict (values), Iterator (remaining items; or, with `constant`

@@ -1,6 +1,7 @@
 // Jumps, branches, for-loops over known iterators, and returns.
 #include "trace/interpreter.h"
 #include "trace/operators.h"
+#include "trace/values/context_reentry.h"
 #include "trace/values/generators.h"
 #include "trace/values/exceptions.h"
 #include "bytecode/opcodes.h"
@@ -172,7 +173,9 @@ void before_with(Tracer& tracer, FrameState& frame, const Instruction&) {
   ValuePtr exit = object ? object->bound_special(tracer, "__exit__") : nullptr;
   if (!exit || !object->bound_special(tracer, "__enter__"))
     unsupported("unsupported_context", "`with` on " + context->repr());
+  EnterMark before = mark_before_enter(tracer, context);
   ValuePtr entered = object->inline_special(tracer, "__enter__", {});
+  exit = reenterable_exit(tracer, context, std::move(exit), std::move(before));
   frame.push(std::move(exit));
   frame.push(std::move(entered));
 }

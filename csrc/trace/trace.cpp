@@ -10,6 +10,7 @@
 #include "trace/symbolic.h"
 #include "trace/plan_writer.h"
 #include "trace/values/autocast.h"
+#include "trace/values/context_reentry.h"
 #include "trace/values/state_switch.h"
 
 namespace bytegraph::trace {
@@ -166,6 +167,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   } else {
     const bool introspection = break_info.kind == "frame_introspection";
     trace_result.graph_break = std::move(break_info);
+    leave_reenterable_blocks(tracer, frame);
     trace_result.break_state = describe_break_state(tracer, frame, outputs);
     // Resumed in a generated function, the call would see that function's frame instead.
     if (introspection && trace_result.break_state->not_restorable.empty())

@@ -442,6 +442,10 @@ class SetGradEnabledValue : public Value {
   py::Ref<> function_;
 };
 
+// Records torch._C._set_grad_enabled(enabled) (values/grad_mode.cpp); with `coalesce`, nothing
+// when the mode is already `enabled`.
+void record_set_grad_enabled(Tracer& tracer, bool enabled, bool coalesce = true);
+
 class GradModeExitValue : public Value {
  public:
   explicit GradModeExitValue(bool previous) : previous_(previous) {}
@@ -602,6 +606,16 @@ class ObjectValue : public Value {
   // Attributes written during the trace, in first-write order; a null value is a delete.
   std::vector<std::pair<std::string, ValuePtr>> attrs;
   guards::SourcePtr class_source;  // new objects: where their class was read from
+  // A new object made by calling its class: the arguments, its attributes when __init__
+  // returned, and how many switches of torch state the trace had made by then
+  // (values/context_reentry.h makes such an object again).
+  struct Construction {
+    Args args;
+    KwArgs kwargs;
+    std::vector<std::pair<std::string, ValuePtr>> attrs;
+    size_t state_switches = 0, grad_switches = 0;
+  };
+  std::optional<Construction> construction;
 
  private:
   ValuePtr class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name);

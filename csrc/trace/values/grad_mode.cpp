@@ -6,21 +6,21 @@
 
 namespace bytegraph::trace {
 
-namespace {
-
 // Records torch._C._set_grad_enabled(enabled); running it on fakes switches the real mode,
 // so the ops recorded after it see the same mode they will run under.
 // `coalesce`: the switch of a grad-mode block (torch.no_grad() and friends) to the mode already
 // on changes nothing and is left out, as torch.compile leaves it out (the mode at each point of
 // the trace is the one at run time: the global-state guard pins it at entry). A direct
 // torch._C._set_grad_enabled call is recorded as it is.
-void record_set_grad_enabled(Tracer& tracer, bool enabled, bool coalesce = true) {
+void record_set_grad_enabled(Tracer& tracer, bool enabled, bool coalesce) {
   py::Ref<> before = check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get()));
   if (coalesce && (before.get() == Py_True) == enabled) return;
   tracer.grad_modes_before.push_back(before.get() == Py_True);
   ValuePtr flag = ConstantValue::make(py::Ref<>::newref(enabled ? Py_True : Py_False));
   tracer.record(graph::Op::CallFunction, tracer.bridge.set_grad_enabled.copy(), {flag}, {});
 }
+
+namespace {
 
 // torch.enable_grad or torch.no_grad (borrowed, kept by the bridge).
 PyObject* grad_mode_class(bool enabled) {

@@ -560,6 +560,9 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
     Args all{object};
     all.insert(all.end(), args.begin(), args.end());
     tracer.wrap_user_function(init, guards::class_attr_source(type, "__init__"))->call(tracer, all, kwargs);
+    if (!is_dict && !object->has_set_storage() && !object->has_sequence_storage())
+      object->construction = ObjectValue::Construction{args, kwargs, object->attrs, tracer.torch_state_before.size(),
+                                                       tracer.grad_modes_before.size()};
   } else if (is_dict) {
     Args items_args = args;
     if (is_default_dict(type)) {

@@ -22,6 +22,7 @@ struct StateFunctions {
   // torch._C._autograd's: the message while disabled (None while enabled), and the switches.
   py::Ref<> hooks_message, hooks_disable, hooks_enable;
   std::unordered_map<PyObject*, Switch> switches;  // each switch of any state, by identity
+  std::vector<PyObject*> queries;                   // each state's query, once
 
   static const StateFunctions& get() {
     static StateFunctions* functions = [] {  // leaked: lives as long as the interpreter
@@ -50,7 +51,9 @@ struct StateFunctions {
     if (!PyObject_HasAttrString(owner, name) || !PyObject_HasAttrString(query_owner, query)) return;
     // Both live as long as torch: held for the process.
     PyObject* function = check(PyObject_GetAttrString(owner, name)).release();
-    switches[function] = Switch{check(PyObject_GetAttrString(query_owner, query)).release(), 1};
+    PyObject* query_function = check(PyObject_GetAttrString(query_owner, query)).release();
+    switches[function] = Switch{query_function, 1};
+    if (std::find(queries.begin(), queries.end(), query_function) == queries.end()) queries.push_back(query_function);
   }
 };
 
@@ -110,6 +113,32 @@ ValuePtr StateSwitchValue::call(Tracer& tracer, const Args& args, const KwArgs& 
   ValuePtr result = tracer.record(graph::Op::CallFunction, function_.copy(), args, {});
   tracer.torch_state_before.push_back(std::move(before));
   return result;
+}
+
+void record_state_restore(Tracer& tracer, const StateBefore& before) {
+  const StateFunctions& functions = StateFunctions::get();
+  Args args;
+  py::Ref<> function;
+  if (before.restore) {
+    function = before.restore.copy();
+    args.push_back(ConstantValue::make(before.value.copy()));
+  } else if (before.value.get() == Py_None) {
+    function = functions.hooks_enable.copy();
+  } else {
+    function = functions.hooks_disable.copy();
+    args.push_back(ConstantValue::make(before.value.copy()));
+  }
+  StateSwitchValue(before.state, std::move(function), nullptr).call(tracer, args, {});
+}
+
+py::Ref<> torch_state_now(const Tracer& tracer) {
+  const StateFunctions& functions = StateFunctions::get();
+  py::Ref<> state = check(PyList_New(0));
+  check_status(PyList_Append(state.get(), check(PyObject_CallNoArgs(tracer.bridge.is_grad_enabled.get())).get()));
+  check_status(PyList_Append(state.get(), check(PyObject_CallNoArgs(functions.hooks_message.get())).get()));
+  for (PyObject* query : functions.queries)
+    check_status(PyList_Append(state.get(), check(PyObject_CallNoArgs(query)).get()));
+  return state;
 }
 
 void restore_torch_state(Tracer& tracer, size_t count) {

@@ -43,6 +43,14 @@ struct StateBefore {
   py::Ref<> value;
 };
 
+// Records the switch that puts back what `before` changed, as the graph's own node (it is
+// itself a switch: a rollback or the end of the trace undoes it like any other).
+void record_state_restore(Tracer& tracer, const StateBefore& before);
+
+// The modelled state now, as one comparable tuple: grad mode, the saved-tensors-hooks message,
+// the default dtype and the attention backends.
+py::Ref<> torch_state_now(const Tracer& tracer);
+
 // Puts back the state as it was before the switches from `count` on (a rollback to a
 // checkpoint holding `count` switches; 0 at the end of the trace).
 void restore_torch_state(Tracer& tracer, size_t count);
