@@ -252,7 +252,7 @@ def _unbacked_bindings(number):
 
 def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list):
     """Materialises the C++ graph: `nodes` are (op, target, args, kwargs, name, fake, stack_trace,
-    local_name) in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
+    local_name, tensor_dict) in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
     objects; `outputs` is a tuple of NodeRefs; NodeRef(i) is the positions[i]-th node."""
     root = torch.nn.Module()
     for name, obj in attrs.items():
@@ -266,7 +266,7 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
             setattr(root, name, obj)
     graph = torch.fx.Graph()
     created = []
-    for op, target, args, kwargs, name, fake, stack_trace, local_name in nodes:
+    for op, target, args, kwargs, name, fake, stack_trace, local_name, tensor_dict in nodes:
         fx_nodes = _Remap(created, positions)
         args = _map_refs(args, fx_nodes)
         kwargs = _map_refs(kwargs, fx_nodes)
@@ -281,6 +281,8 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
                 node.meta["unbacked_bindings"] = _unbacked_bindings(fake)
         if stack_trace:
             node.meta["stack_trace"] = stack_trace
+        if tensor_dict is not None:
+            node.meta["tensor_dict"] = tensor_dict
         created.append(node)
     graph.output(_map_refs(tuple(outputs), _Remap(created, positions)))
     gm = torch.fx.GraphModule(root, graph)

@@ -215,3 +215,36 @@ def test_lazy_modules_are_initialized_by_their_first_call_as_eagerly():
         assert type(model.fc1) is nn.Linear and model.fc1.weight.shape == (10, 5)
         assert torch.allclose(compiled(x), eager_model(x))
         assert counter.frame_count == 1
+
+
+def test_a_modules_tensor_inputs_are_marked_static_as_torch_compile_marks_them():
+    import bytegraph
+
+    class WithTensors(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.plain = torch.ones(2)  # a tensor attribute, not registered
+            self.register_buffer("buf", torch.ones(2))
+
+        def forward(self, x):
+            return x * self.plain + self.buf
+
+    mod = WithTensors()
+    tagged = torch.ones(2)
+    tagged.tag = "mine"
+    seen = {}
+
+    def backend(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                seen[node.name] = node.meta["tensor_dict"]
+        return gm
+
+    def f(x, b, t):
+        return mod(x) + b * t
+
+    out = bytegraph.compile(f, backend=backend)(torch.ones(2), mod.buf, tagged)
+    torch.testing.assert_close(out, f(torch.ones(2), mod.buf, tagged))
+    static = {"_dynamo_static_input_type": "unguarded"}
+    # Named as torch.compile names them: the closure's module attribute as `l_mod_plain`.
+    assert seen == {"l_x_": {}, "l_b_": static, "l_t_": {"tag": "mine"}, "l_mod_plain": static}

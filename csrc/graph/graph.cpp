@@ -68,9 +68,35 @@ std::string identifier_from(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// The source as torch.compile names the same input: `owner.__dict__['name']` read as the
+// attribute it is, `owner.name`, and the frame's closure variables as its locals (a closure's
+// module's tensor attribute is `l_mod_buf`).
+std::string attribute_form(const std::string& source_name) {
+  static const std::string instance_dict = ".__dict__['";
+  static const std::string closure = "closure[";
+  std::string out;
+  size_t at = 0;
+  if (source_name.compare(0, closure.size(), closure) == 0) {
+    out = "L[";
+    at = closure.size();
+  }
+  for (size_t found; (found = source_name.find(instance_dict, at)) != std::string::npos;) {
+    const size_t key = found + instance_dict.size();
+    const size_t end = source_name.find("']", key);
+    if (end == std::string::npos) break;
+    out.append(source_name, at, found - at).append(".").append(source_name, key, end - key);
+    at = end + 2;
+  }
+  return out.append(source_name, at, std::string::npos);
+}
+
+}  // namespace
+
 std::string input_name_from(const std::string& source_name) {
   std::string out;
-  for (char c : source_name) {
+  for (char c : attribute_form(source_name)) {
     if (std::isalnum(static_cast<unsigned char>(c))) {
       out.push_back(c);
     } else if (out.empty() || out.back() != '_') {
@@ -202,8 +228,9 @@ py::Ref<> node_tuple(const Node& node) {
                                                  : check(PyUnicode_FromString(node.local_name.c_str()));
   py::Ref<> op = check(PyUnicode_FromString(op_name(node.op)));
   PyObject* fake = node.fake ? node.fake.get() : Py_None;
-  return check(PyTuple_Pack(8, op.get(), node.target.get(), node.args.get(), node.kwargs.get(),
-                            name.get(), fake, stack_trace.get(), local_name.get()));
+  PyObject* tensor_dict = node.tensor_dict ? node.tensor_dict.get() : Py_None;
+  return check(PyTuple_Pack(9, op.get(), node.target.get(), node.args.get(), node.kwargs.get(),
+                            name.get(), fake, stack_trace.get(), local_name.get(), tensor_dict));
 }
 
 }  // namespace

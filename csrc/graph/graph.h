@@ -52,6 +52,10 @@ struct Node {
   // rebuilds the input from another (AOTAutograd's synthetic base of aliased inputs) needs
   // every symbol of its layout bound.
   std::vector<int> binds;
+  // A placeholder's node.meta["tensor_dict"], as torch.compile's graphs carry it: what the
+  // tensor's __dict__ holds of the static-input type and tag, and "unguarded" as the static
+  // input type of a module's tensor (inductor's CUDA graphs treat those as static inputs).
+  py::Ref<> tensor_dict;
 };
 
 class Graph {

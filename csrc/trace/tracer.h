@@ -199,6 +199,9 @@ class Tracer {
     ValuePtr value;
   };
   std::vector<Input> inputs;
+  // A module's tensor among the inputs (a tensor attribute of a module, or a parameter or
+  // buffer passed in as well): its placeholder's tensor_dict says so (graph::Node::tensor_dict).
+  void mark_static_input(PyObject* real /* borrowed */);
   struct ModuleTensor {
     int node;
     py::Ref<> real;

@@ -139,6 +139,25 @@ void Tracer::pin_callable(PyObject* real, const SourcePtr& source) {
   guards.add(K::Equals, guards::attr_source(source, "__name__"), name.get());
 }
 
+namespace {
+
+// What torch.compile keeps of a wrapped tensor's __dict__ (node.meta["tensor_dict"]).
+py::Ref<> tensor_dict_of(PyObject* real) {
+  py::Ref<> kept = check(PyDict_New());
+  PyObject** dict_slot = _PyObject_GetDictPtr(real);
+  if (dict_slot == nullptr || *dict_slot == nullptr) return kept;
+  for (const char* key : {"_dynamo_static_input_type", "tag"}) {
+    PyObject* value = PyDict_GetItemString(*dict_slot, key);  // borrowed
+    if (value == nullptr) continue;
+    py::Ref<> copy_module = check(PyImport_ImportModule("copy"));
+    py::Ref<> copied = check(PyObject_CallMethod(copy_module.get(), "copy", "O", value));
+    check_status(PyDict_SetItemString(kept.get(), key, copied.get()));
+  }
+  return kept;
+}
+
+}  // namespace
+
 ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   if (!source) unsupported("untracked_tensor", "a tensor with no known source");
   guards::SubclassDispatchOff undispatched(real);
@@ -167,6 +186,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   graph::Node& node = graph.append(graph::Op::Placeholder, std::move(target), nullptr, nullptr,
                                    fake.copy(), {}, name);
   node.binds = std::move(input.symbol_nodes);
+  node.tensor_dict = tensor_dict_of(real);
   auto value = std::make_shared<TensorValue>(node.index, std::move(fake), source);
   value->display_name = name;
   value->set_python_type((PyObject*)Py_TYPE(real));
@@ -174,7 +194,20 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   return value;
 }
 
+void Tracer::mark_static_input(PyObject* real) {
+  static PyObject* key = PyUnicode_InternFromString("_dynamo_static_input_type");
+  static PyObject* unguarded = PyUnicode_InternFromString("unguarded");
+  for (const auto& input : inputs) {
+    if (input.real.get() != real || input.node < 0 || static_cast<size_t>(input.node) >= graph.size()) continue;
+    graph::Node& node = graph.node(input.node);
+    if (node.tensor_dict && !PyDict_Contains(node.tensor_dict.get(), key))
+      check_status(PyDict_SetItem(node.tensor_dict.get(), key, unguarded));
+  }
+}
+
 ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
+  // The same tensor passed in as well: that input is a module's tensor too.
+  mark_static_input(real);
   for (const auto& known : module_tensors)
     if (known.real.get() == real) return known.value;
   py::Ref<> problem = check(PyObject_CallOneArg(bridge.tensor_read_error.get(), real));

@@ -118,9 +118,11 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   py::Ref<> own_dict = check(PyObject_GenericGetDict(module_.get(), nullptr));
   bool data_descriptor = on_class && Py_TYPE(on_class)->tp_descr_set;
   if (PyObject* own = PyDict_GetItemString(own_dict.get(), name.c_str()); own && !data_descriptor && source()) {
-    // Set on the instance (a method or function assigned there, shadowing the class's): read
-    // from its dict.
-    return tracer.wrap(own, guards::instance_dict_source(source(), name));
+    // Set on the instance (a method or function assigned there, shadowing the class's; a
+    // plain tensor attribute): read from its dict.
+    ValuePtr value = tracer.wrap(own, guards::instance_dict_source(source(), name));
+    if (value->is_tensor()) tracer.mark_static_input(own);
+    return value;
   }
   if (PyMethod_Check(real.get()) && PyMethod_GET_SELF(real.get()) == module_.get()) {
     // A method: inline the class's function with this module as self, guarded where the
@@ -133,7 +135,11 @@ ValuePtr ModuleValue::get_attr(Tracer& tracer, const std::string& name) {
   }
   if (PyObject_TypeCheck(real.get(), (PyTypeObject*)tracer.bridge.tensor_type.get())) {
     if (!attr_source) unsupported("untracked_tensor", "a tensor attribute of a module with no source");
-    if (!pinned_) return tracer.wrap(real.get(), attr_source);
+    if (!pinned_) {
+      ValuePtr value = tracer.wrap(real.get(), attr_source);
+      tracer.mark_static_input(real.get());
+      return value;
+    }
     return tracer.wrap_module_tensor(real.get(), attr_source);
   }
   if (!in_instance_state(module_.get(), name)) {
