@@ -4,6 +4,12 @@ import bytegraph
 from bytegraph.testing import CompileCounter, same
 
 
+def compiled_with_counter(fn):
+    """`fn` compiled with a counting backend, breaks allowed, and the counter."""
+    counter = CompileCounter()
+    return bytegraph.compile(fn, backend=counter), counter
+
+
 def capture(fn, *args, ops=None, calls=2, **kwargs):
     """Compiles `fn` whole (fullgraph: any break raises) with a counting backend, calls it
     `calls` times on the same arguments and checks each result against eager. Asserts one

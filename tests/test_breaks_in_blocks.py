@@ -9,14 +9,10 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter
+from tests._capture import compiled_with_counter
 
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
-
-
-def compiled_with_counter(fn):
-    counter = CompileCounter()
-    return bytegraph.compile(fn, backend=counter), counter
 
 
 def test_a_break_inside_a_try_block_splits_the_frame():

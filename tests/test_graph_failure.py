@@ -13,21 +13,17 @@ import torch
 import bytegraph
 from bytegraph import _C, _frame, _graph_failure
 from bytegraph.testing import CompileCounter, same
+from tests._capture import compiled_with_counter
 
 LOG = []
 
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
+
+
 @pytest.fixture(autouse=True)
-def _fresh():
-    bytegraph.reset()
+def _empty_log():
     LOG.clear()
-    yield
-    bytegraph.reset()
-
-
-def compiled_with_counter(fn):
-    counter = CompileCounter()
-    return bytegraph.compile(fn, backend=counter), counter
 
 
 def generated_codes(fn):

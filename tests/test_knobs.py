@@ -12,12 +12,13 @@ from bytegraph.examples import foo2
 from bytegraph.testing import CompileCounter
 
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
+
+
 @pytest.fixture(autouse=True)
-def _fresh():
-    bytegraph.reset()
+def _default_stance_after():
     yield
     bytegraph.set_stance("default")
-    bytegraph.reset()
 
 
 def double(x):

@@ -20,13 +20,14 @@ from tests._trace_helpers import call_prefix
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
+
+
 @pytest.fixture(autouse=True)
-def _logs_off_and_fresh_cache():
+def _logs_off():
     bytegraph.set_logs()
-    bytegraph.reset()
     yield
     bytegraph.set_logs()
-    bytegraph.reset()
 
 
 def add_relu(a, b):

@@ -14,15 +14,11 @@ import torch.nn as nn
 
 import bytegraph
 from bytegraph.testing import CompileCounter
+from tests._capture import compiled_with_counter
 
 
 # A fresh cache per test, each compiled call checked against eager (conftest.py).
 pytestmark = pytest.mark.usefixtures("verified")
-
-
-def compiled_with_counter(fn):
-    counter = CompileCounter()
-    return bytegraph.compile(fn, backend=counter), counter
 
 
 class Config:

@@ -8,16 +8,11 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter
+from tests._capture import compiled_with_counter
 
 
 # A fresh cache per test, each compiled call checked against eager (conftest.py).
 pytestmark = pytest.mark.usefixtures("verified")
-
-
-def compiled_with_counter(fn):
-    counter = CompileCounter()
-    return bytegraph.compile(fn, backend=counter), counter
 
 
 # ---- lists and dicts passed in -------------------------------------------------------------

@@ -14,19 +14,10 @@ import torch.nn.functional as F
 import bytegraph
 from bytegraph.exc import CorrectnessError
 from bytegraph.testing import CompileCounter
+from tests._capture import compiled_with_counter
 
 
-@pytest.fixture(autouse=True)
-def verified():
-    bytegraph.reset()
-    with bytegraph.config.patch(verify_correctness=True):
-        yield
-    bytegraph.reset()
-
-
-def compiled_with_counter(fn):
-    counter = CompileCounter()
-    return bytegraph.compile(fn, backend=counter), counter
+pytestmark = pytest.mark.usefixtures("verified")  # conftest.py
 
 
 # ---- values a graph or resume function depends on are guarded ---------------------------

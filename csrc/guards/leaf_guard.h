@@ -67,7 +67,6 @@ LeafPtr make_set_match(PyObject* type, PyObject* members);
 // A traceable wrapper subclass (`tensor` has __tensor_flatten__): the same class, inner
 // tensor names and metadata (subclass_metadata.cpp).
 LeafPtr make_subclass_metadata_match(PyObject* tensor);
-// `dynamic_dims`: dimensions whose size may change (see tensor_match.h).
 // Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
 struct GlobalStateDetails;
 // Whether saved-tensors hooks are disabled (their message; None when enabled); which
@@ -96,6 +95,7 @@ struct GlobalStateSnapshot {
 };
 LeafPtr make_global_state_match(GlobalStateSnapshot snapshot);
 bool grad_mode_enabled_now();
+// `dynamic_dims`: dimensions whose size may change (tensor_match.cpp).
 LeafPtr make_tensor_match(PyObject* tensor, const std::vector<int>& dynamic_dims);
 // Symbolic shapes: these sizes and strides are left to the shape guards (shape_guard.h).
 LeafPtr make_tensor_match_unchecked(PyObject* tensor, const std::vector<int>& unchecked_sizes,

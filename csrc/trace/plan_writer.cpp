@@ -40,57 +40,8 @@ OutputPlan PlanWriter::plan(const ValuePtr& value) {
 }
 
 std::vector<codegen::SideEffectPlan> PlanWriter::side_effects() {
-  using Effect = codegen::SideEffectPlan;
-  std::vector<Effect> effects;
-  for (const ValuePtr& value : tracer_.side_effects.mutated()) {
-    if (auto* cell = dynamic_cast<CellValue*>(value.get())) {
-      Effect effect;
-      if (!cell->root_name.empty()) {
-        effect.kind = Effect::Kind::StoreDeref;
-        effect.name = cell->root_name;
-      } else {
-        effect.kind = Effect::Kind::SetAttr;
-        effect.target = OutputPlan::of_source(cell->cell_source);
-        effect.name = "cell_contents";
-      }
-      if (!cell->contents) throw NotRestorable{"a closure variable deleted in the trace"};
-      effect.value = plan(cell->contents);
-      effects.push_back(std::move(effect));
-      continue;
-    }
-    if (auto* object = dynamic_cast<ObjectValue*>(value.get())) {
-      object_effects(*object, effects);
-      continue;
-    }
-    if (auto* module = dynamic_cast<ModuleValue*>(value.get())) {
-      // The module's own __setattr__ puts a buffer's new tensor in its buffers.
-      for (const auto& [name, attr] : module->attrs) {
-        Effect effect;
-        effect.kind = Effect::Kind::SetAttr;
-        effect.target = OutputPlan::of_source(value->source());
-        effect.name = name;
-        effect.value = plan(attr);
-        effects.push_back(std::move(effect));
-      }
-      continue;
-    }
-    Effect effect;
-    effect.target = OutputPlan::of_source(value->source());
-    if (auto* seq = dynamic_cast<SequenceValue*>(value.get())) {
-      effect.kind = Effect::Kind::ReplaceListItems;
-      effect.value.kind = OutputPlan::Kind::List;
-      effect.value.items = plans_of(seq->items);
-    } else if (auto* dict = dynamic_cast<DictValue*>(value.get())) {
-      effect.kind = Effect::Kind::ReplaceDictItems;
-      effect.value = remake_dict(*dict);
-    } else if (auto* set = dynamic_cast<SetValue*>(value.get())) {
-      effect.kind = Effect::Kind::ReplaceSetItems;
-      effect.value = remake_set(*set);
-    } else {
-      throw NotRestorable{"changes to " + value->repr()};
-    }
-    effects.push_back(std::move(effect));
-  }
+  std::vector<codegen::SideEffectPlan> effects;
+  for (const ValuePtr& value : tracer_.side_effects.mutated()) value->write_changes(*this, effects);
   global_effects(effects);
   return effects;
 }
@@ -574,5 +525,65 @@ std::optional<OutputPlan> IteratorValue::remake(PlanWriter& writer) {
 }
 
 std::optional<OutputPlan> UserFunctionValue::remake(PlanWriter& writer) { return writer.make_function(*this); }
+
+// ---- what generated code writes back to each kind of changed outside object -------------------
+
+using Effect = codegen::SideEffectPlan;
+
+void Value::write_changes(PlanWriter&, std::vector<Effect>&) { throw NotRestorable{"changes to " + repr()}; }
+
+void CellValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+  Effect effect;
+  if (!root_name.empty()) {
+    effect.kind = Effect::Kind::StoreDeref;
+    effect.name = root_name;
+  } else {
+    effect.kind = Effect::Kind::SetAttr;
+    effect.target = OutputPlan::of_source(cell_source);
+    effect.name = "cell_contents";
+  }
+  if (!contents) throw NotRestorable{"a closure variable deleted in the trace"};
+  effect.value = writer.plan(contents);
+  effects.push_back(std::move(effect));
+}
+
+void ObjectValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) { writer.object_effects(*this, effects); }
+
+void ModuleValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+  // The module's own __setattr__ puts a buffer's new tensor in its buffers.
+  for (const auto& [name, attr] : attrs) {
+    Effect effect;
+    effect.kind = Effect::Kind::SetAttr;
+    effect.target = OutputPlan::of_source(source());
+    effect.name = name;
+    effect.value = writer.plan(attr);
+    effects.push_back(std::move(effect));
+  }
+}
+
+void SequenceValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+  Effect effect;
+  effect.target = OutputPlan::of_source(source());
+  effect.kind = Effect::Kind::ReplaceListItems;
+  effect.value.kind = OutputPlan::Kind::List;
+  effect.value.items = writer.plans_of(items);
+  effects.push_back(std::move(effect));
+}
+
+void DictValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+  Effect effect;
+  effect.target = OutputPlan::of_source(source());
+  effect.kind = Effect::Kind::ReplaceDictItems;
+  effect.value = writer.remake_dict(*this);
+  effects.push_back(std::move(effect));
+}
+
+void SetValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+  Effect effect;
+  effect.target = OutputPlan::of_source(source());
+  effect.kind = Effect::Kind::ReplaceSetItems;
+  effect.value = writer.remake_set(*this);
+  effects.push_back(std::move(effect));
+}
 
 }  // namespace bytegraph::trace

@@ -55,6 +55,9 @@ class PlanWriter {
   // What generated code writes back to the objects from outside the trace that it changed
   // (Tracer::side_effects), in the order they were first changed. Throws NotRestorable.
   std::vector<codegen::SideEffectPlan> side_effects();
+  // What generated code writes back to an object of a Python class (ObjectValue's
+  // write_changes): its attributes, and a builtin base's items.
+  void object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects);
   // When a plan made a function again that closes over this frame's cells: what the trace
   // stored in them, written before the frame returns (a returned closure reads them later).
   // Throws NotRestorable.
@@ -71,7 +74,6 @@ class PlanWriter {
   codegen::OutputPlan new_object(ObjectValue& object);
   codegen::OutputPlan new_list(const SequenceValue& list);
   static codegen::OutputPlan temp(int index);
-  void object_effects(ObjectValue& object, std::vector<codegen::SideEffectPlan>& effects);
   void global_effects(std::vector<codegen::SideEffectPlan>& effects);
   int output_index(int node);
 

@@ -21,6 +21,10 @@
 #include "python/errors.h"
 #include "python/ref.h"
 
+namespace bytegraph::codegen {
+struct SideEffectPlan;
+}
+
 namespace bytegraph::trace {
 
 class Tracer;
@@ -89,6 +93,10 @@ class Value : public std::enable_shared_from_this<Value> {
   // lazy iterator, an unstarted generator); nullopt leaves it to PlanWriter's rules. Throws
   // NotRestorable where the kind knows it cannot be made again.
   virtual std::optional<codegen::OutputPlan> remake(PlanWriter& writer);
+  // For a value from outside the trace that the trace changed (Tracer::side_effects): what
+  // generated code writes back to the real object, appended to `effects`. Throws
+  // NotRestorable for a kind whose changes cannot be written back.
+  virtual void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects);
   // BEFORE_WITH on a context manager the tracer models itself (grad modes, autocast,
   // profilers): {the __exit__ value, what __enter__ returned}; nullopt for the others, whose
   // Python __enter__/__exit__ are inlined.
@@ -193,6 +201,7 @@ class NullValue : public Value {
 // ---- containers -----------------------------------------------------------------------
 class SequenceValue : public Value {
  public:
+  void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects) override;
   // `mutable_here`: created during the trace, so mutating it is a local effect.
   SequenceValue(bool is_list, Args items, guards::SourcePtr source = nullptr, bool mutable_here = true)
       : Value(std::move(source)), is_list_(is_list), mutable_here_(mutable_here), items(std::move(items)) {}
@@ -221,6 +230,7 @@ class SequenceValue : public Value {
 
 class DictValue : public Value {
  public:
+  void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects) override;
   DictValue(guards::SourcePtr source = nullptr, bool mutable_here = true)
       : Value(std::move(source)), mutable_here_(mutable_here) {}
   std::string repr() const override;
@@ -300,6 +310,7 @@ class IteratorValue : public Value {
 // MAKE_CELL during the trace are local and may be written.
 class CellValue : public Value {
  public:
+  void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects) override;
   CellValue(ValuePtr contents, bool mutable_here) : contents(std::move(contents)), mutable_here(mutable_here) {}
   std::string repr() const override;
   ValuePtr contents;  // null: empty cell
@@ -497,6 +508,7 @@ ValuePtr initialize_lazy_module(Tracer& tracer, const Args& args, const KwArgs& 
 // modules are inlined by calling type(m).forward with self.
 class ModuleValue : public Value {
  public:
+  void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects) override;
   // `pinned`: its identity is guarded, so the graph may hold the module and its tensors (a
   // call_module leaf, get_attr nodes). A module that may be another object on each call (one
   // made by the code before a break, handed to the resume function) is traced through
@@ -553,6 +565,7 @@ class PythonModuleValue : public Value {
 // these, properties, __call__, __getitem__, __bool__ and __len__ are inlined.
 class ObjectValue : public Value {
  public:
+  void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects) override;
   ObjectValue(py::Ref<> type, py::Ref<> real, guards::SourcePtr source)
       : Value(std::move(source)), type_(std::move(type)), real_(std::move(real)) {}
   std::string repr() const override;

@@ -19,6 +19,7 @@ namespace bytegraph::trace {
 // on its members (SET_MATCH); changes to it are written back after the graph.
 class SetValue : public Value {
  public:
+  void write_changes(PlanWriter& writer, std::vector<codegen::SideEffectPlan>& effects) override;
   explicit SetValue(bool frozen, guards::SourcePtr source = nullptr, bool mutable_here = true);
   std::string repr() const override;
   std::optional<codegen::OutputPlan> remake(PlanWriter& writer) override;
