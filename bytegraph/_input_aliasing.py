@@ -108,3 +108,47 @@ def guarded(compiled, gm, example_inputs):
         return gm(*args)
 
     return run
+
+
+# ---- asked by the tracer of every recorded op (through bytegraph._bridge) ----
+
+
+def written_tensors(target, args, kwargs):
+    """The tensors an op writes into (its first operand if it works in place, its `out=`), or
+    None: asked of every recorded op, so the common answer is quick."""
+    out = kwargs.get("out") if kwargs else None
+    in_place = bool(args) and writes_first_operand(target, args, kwargs)
+    if out is None and not in_place:
+        return None
+    written = [args[0]] if in_place else []
+    if out is not None:
+        written.extend(out if isinstance(out, (tuple, list)) else [out])
+    return [t for t in written if isinstance(t, torch.Tensor)] or None
+
+
+def tensor_read_error(tensor):
+    """Why reading `tensor`'s autograd metadata raises (the text of the error), or None. Such
+    a tensor (a view of a multi-output op that was written in place) raises wherever the
+    program touches it."""
+    try:
+        tensor.is_leaf
+        tensor.grad_fn
+    except RuntimeError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def aliases_any(written, added, outside):
+    """Whether a tensor in `written` shares storage with one of `outside` (the graph's
+    outside tensors so far: a list, extended by the fakes `added` first). Compared without
+    asking for the storages, whose size a fake with symbolic sizes would compute as a new
+    symbolic expression. A tensor that cannot be compared counts as aliasing."""
+    outside.extend(added)
+    for tensor in written:
+        for other in outside:
+            try:
+                if torch._C._is_alias_of(tensor, other):
+                    return True
+            except (RuntimeError, TypeError):
+                return True
+    return False

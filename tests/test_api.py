@@ -188,8 +188,8 @@ def test_bytegraph_internal_code_is_recognised_and_skipped(hook):
     assert not _convert_frame.is_internal_code(add_one.__code__)
     # A finalizer the garbage collector runs inside a compiled function (fx's cached source of
     # a graph that died) was traced, and on a large linecache took minutes.
-    from bytegraph import _bridge, demo
-    assert _convert_frame.is_internal_code(_bridge._forget_source.__code__)
+    from bytegraph import _fx_graph, demo
+    assert _convert_frame.is_internal_code(_fx_graph._forget_source.__code__)
     assert not _convert_frame.is_internal_code(demo.show_bytecode.__code__)
 
     class InternalFrame:

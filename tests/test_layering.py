@@ -18,7 +18,7 @@ LAYERS = {
         "eval_frame", "stance", "_verify", "_frame",
     },
     "bridge": {  # torch knowledge the C++ core calls while tracing
-        "_bridge", "_bridge_shapes", "_classify", "_fake_cache", "_input_aliasing", "_numpy_interop",
+        "_bridge", "_bridge_shapes", "_classify", "_fx_graph", "_plans", "_fake_cache", "_input_aliasing", "_numpy_interop",
         "_torch_function", "_dynamic", "_graph_failure", "graph_rules",
     },
     "observability": {  # logs, traces and the step viewer, fed by the compile path

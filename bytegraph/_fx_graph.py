@@ -1,0 +1,116 @@
+"""The one materialisation of a graph the C++ tracer recorded into a torch.fx GraphModule."""
+
+from __future__ import annotations
+
+import weakref
+
+import sympy
+import torch
+import torch.fx
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+
+class NodeRef:
+    """Marks a reference to graph node `index` inside a recorded node's args/kwargs."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self):
+        return f"NodeRef({self.index})"
+
+
+def _map_refs(value, nodes):
+    if isinstance(value, NodeRef):
+        return nodes[value.index]
+    if isinstance(value, tuple):
+        return tuple(_map_refs(item, nodes) for item in value)
+    if isinstance(value, list):
+        return [_map_refs(item, nodes) for item in value]
+    if isinstance(value, dict):
+        return {key: _map_refs(item, nodes) for key, item in value.items()}
+    if isinstance(value, slice):
+        return slice(_map_refs(value.start, nodes), _map_refs(value.stop, nodes),
+                     _map_refs(value.step, nodes))
+    return value
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _unbacked_bindings(number):
+    """The symbols a node's scalar result binds (as torch.compile's graphs record them): a
+    scalar read from a tensor is one fresh symbol."""
+    expr = number.node.expr
+    return {expr: ()} if isinstance(expr, sympy.Symbol) else {}
+
+
+def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list):
+    """Materialises the C++ graph: `nodes` are (op, target, args, kwargs, name, fake, stack_trace,
+    local_name, tensor_dict) in creation order; `attrs` maps root attribute names (call_module / get_attr targets) to
+    objects; `outputs` is a tuple of NodeRefs; NodeRef(i) is the positions[i]-th node."""
+    root = torch.nn.Module()
+    for name, obj in attrs.items():
+        if isinstance(obj, torch.nn.Module):
+            root.add_module(name, obj)
+        elif isinstance(obj, torch.nn.Parameter):
+            root.register_parameter(name, obj)
+        elif isinstance(obj, torch.Tensor):
+            root.register_buffer(name, obj)
+        else:
+            setattr(root, name, obj)
+    graph = torch.fx.Graph()
+    created = []
+    for op, target, args, kwargs, name, fake, stack_trace, local_name, tensor_dict in nodes:
+        fx_nodes = _Remap(created, positions)
+        args = _map_refs(args, fx_nodes)
+        kwargs = _map_refs(kwargs, fx_nodes)
+        node = graph.create_node(op, target, args, kwargs, name=name or None)
+        if local_name:
+            # Named by default first, then after the local, as torch.compile's graphs are: the
+            # default name stays taken (a later op of that kind gets a suffix).
+            node._rename(local_name)
+        if fake is not None:
+            node.meta["example_value"] = fake
+            if isinstance(fake, _SYMBOLIC) and free_unbacked_symbols(fake):
+                node.meta["unbacked_bindings"] = _unbacked_bindings(fake)
+        if stack_trace:
+            node.meta["stack_trace"] = stack_trace
+        if tensor_dict is not None:
+            node.meta["tensor_dict"] = tensor_dict
+        created.append(node)
+    graph.output(_map_refs(tuple(outputs), _Remap(created, positions)))
+    gm = torch.fx.GraphModule(root, graph)
+    _forget_source_with(gm)
+    return gm
+
+
+def _forget_source_with(gm):
+    """torch.fx keeps the generated source of every GraphModule it compiles, for tracebacks, in
+    a process-wide cache (and linecache) that nothing ever empties: about a kilobyte per graph,
+    forever. The graph's own entries go when the graph does."""
+    key = type(gm).forward.__code__.co_filename
+    if key.startswith("<"):  # generated code, never a real file
+        weakref.finalize(gm, _forget_source, key)
+
+
+def _forget_source(key):
+    import linecache
+
+    cache = getattr(getattr(torch.fx.graph_module, "_loader", None), "eval_cache", None)
+    if isinstance(cache, dict):
+        cache.pop(key, None)
+    linecache.cache.pop(key, None)
+
+
+class _Remap:
+    __slots__ = ("created", "positions")
+
+    def __init__(self, created, positions):
+        self.created = created
+        self.positions = positions
+
+    def __getitem__(self, index):
+        return self.created[self.positions[index]]
