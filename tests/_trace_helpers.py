@@ -75,3 +75,17 @@ def nodes(result, op=None):
 
 def targets(result, op):
     return [n.target for n in nodes(result, op)]
+
+
+class GradSwitch:
+    """A hand-written grad-mode context manager (torch._C._set_grad_enabled on enter and exit)."""
+
+    def __init__(self, mode):
+        self.prev = torch.is_grad_enabled()
+        self.mode = mode
+
+    def __enter__(self):
+        torch._C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc):
+        torch._C._set_grad_enabled(self.prev)

@@ -10,6 +10,7 @@ import torch
 import bytegraph
 from bytegraph.testing import CompileCounter
 from tests._capture import compiled_with_counter
+from tests._trace_helpers import GradSwitch
 
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
@@ -239,20 +240,22 @@ def test_nested_state_blocks_are_entered_again_in_order():
     assert counter.frame_count >= 2
 
 
-def test_the_block_exits_with_the_exception_the_breaking_call_raises():
-    @contextlib.contextmanager
-    def hooks_off_swallowing(kind):
-        torch._C._autograd._saved_tensors_hooks_disable("off")
-        try:
-            yield
-        except kind:
-            pass
-        finally:
-            torch._C._autograd._saved_tensors_hooks_enable()
+@contextlib.contextmanager
+def _hooks_off(message="off", swallowing=()):
+    """Saved-tensors hooks disabled inside; exceptions of the `swallowing` classes suppressed."""
+    torch._C._autograd._saved_tensors_hooks_disable(message)
+    try:
+        yield
+    except swallowing:
+        pass
+    finally:
+        torch._C._autograd._saved_tensors_hooks_enable()
 
+
+def test_the_block_exits_with_the_exception_the_breaking_call_raises():
     def f(x, flag):
         y = x * 2
-        with hooks_off_swallowing(ValueError):
+        with _hooks_off(swallowing=ValueError):
             y = y + 1
             y = _maybe_raise_opaque(y, flag)
             y = y * 10
@@ -265,7 +268,7 @@ def test_the_block_exits_with_the_exception_the_breaking_call_raises():
     assert counter.frame_count >= 2
 
     def g(x):
-        with hooks_off_swallowing(KeyError):
+        with _hooks_off(swallowing=KeyError):
             return _maybe_raise_opaque(x + 1, True)
 
     with pytest.raises(ValueError):
@@ -299,16 +302,8 @@ def test_a_block_whose_enter_changes_outside_state_is_not_entered_twice():
 
 
 def test_state_switched_inside_the_block_before_the_break_is_kept():
-    @contextlib.contextmanager
-    def hooks_off():
-        torch._C._autograd._saved_tensors_hooks_disable("off")
-        try:
-            yield
-        finally:
-            torch._C._autograd._saved_tensors_hooks_enable()
-
     def f(x, log):
-        with hooks_off():
+        with _hooks_off():
             torch._C._autograd._saved_tensors_hooks_disable("changed inside")
             y = x + 1
             _seen_state(log)
@@ -322,17 +317,6 @@ def test_state_switched_inside_the_block_before_the_break_is_kept():
 
 
 def test_a_class_context_made_in_the_frame_is_made_again():
-    class GradSwitch:
-        def __init__(self, mode):
-            self.prev = torch.is_grad_enabled()
-            self.mode = mode
-
-        def __enter__(self):
-            torch._C._set_grad_enabled(self.mode)
-
-        def __exit__(self, *exc):
-            torch._C._set_grad_enabled(self.prev)
-
     @torch.compiler.disable
     def seen_grad(log):
         log.append(torch.is_grad_enabled())

@@ -12,6 +12,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
+from tests._trace_helpers import GradSwitch
 
 X = torch.randn(3)
 
@@ -123,20 +124,6 @@ def test_a_break_inside_a_user_with_block_keeps_enter_and_exit_paired():
         assert same(compiled(X), (X + 1) * 2)
         assert recorder.events == ["enter", "exit"]
     assert counter.frame_count == 2
-
-
-class GradSwitch:
-    """A hand-written grad-mode context manager (torch._C._set_grad_enabled on enter and exit)."""
-
-    def __init__(self, mode):
-        self.prev = torch.is_grad_enabled()
-        self.mode = mode
-
-    def __enter__(self):
-        torch._C._set_grad_enabled(self.mode)
-
-    def __exit__(self, *exc):
-        torch._C._set_grad_enabled(self.prev)
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
