@@ -51,7 +51,9 @@ nb::list cache_entries(nb::handle code) {
   nb::list result;
   CodeCache* cache = CodeCache::find(as_code(code));
   if (cache == nullptr) return result;
-  for (const auto& entry : cache->entries()) {
+  // A copy: building the items runs Python, during which another thread may add an entry.
+  const std::vector<std::shared_ptr<frame::CacheEntry>> entries = cache->entries();
+  for (const auto& entry : entries) {
     nb::dict item;
     item["code"] = nb::borrow(entry->code.get());
     item["function"] = nb::borrow(entry->function.get());
@@ -145,7 +147,10 @@ void bind_frame(nb::module_& m) {
     if (cache == nullptr) return reasons;
     frame::ThreadHookState* state = frame::current_thread_state();
     PyObject* backend_key = state && state->compiler ? state->compiler->backend_key() : nullptr;
-    for (const auto& entry : cache->entries()) {
+    // A copy: explaining a failure may run Python (and release the GIL between bytecodes),
+    // during which another thread compiling this code may add an entry.
+    const std::vector<std::shared_ptr<frame::CacheEntry>> entries = cache->entries();
+    for (const auto& entry : entries) {
       if (!entry->made_for(backend_key)) reasons.push_back("compiled for another backend");
       else if (entry->guards) reasons.push_back(entry->guards->explain_failure(view->values()));
     }
