@@ -218,6 +218,26 @@ def test_a_break_inside_a_contextmanager_block_enters_it_again():
     assert counter.frame_count == 2  # no recompile on the second call
 
 
+def test_the_state_outside_a_re_entered_block_is_guarded_and_put_back():
+    def f(x, log):
+        with torch.autograd.graph.disable_saved_tensors_hooks("inner"):
+            y = x + 1
+            _seen_state(log)
+            return y * 2
+
+    cf, counter = compiled_with_counter(f)
+    eager_log, compiled_log = [], []
+    torch.testing.assert_close(cf(torch.ones(2), compiled_log), f(torch.ones(2), eager_log))
+    assert counter.frame_count == 2
+    # Called from inside another disabled block: the graphs put back "outer", not enabled hooks.
+    with torch.autograd.graph.disable_saved_tensors_hooks("outer"):
+        torch.testing.assert_close(cf(torch.ones(2), compiled_log), f(torch.ones(2), eager_log))
+        assert _hooks_message() == "outer"
+    assert compiled_log == eager_log == [("inner", True, True)] * 2
+    assert counter.frame_count == 4  # the global-state guard saw the other outside state
+    assert _hooks_message() is None
+
+
 def test_nested_state_blocks_are_entered_again_in_order():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -299,6 +319,7 @@ def test_a_block_whose_enter_changes_outside_state_is_not_entered_twice():
     torch.testing.assert_close(cf(torch.ones(2), log), torch.full((2,), 2.0))
     assert entered == [1] and log == [("noting", True, True)]
     assert _hooks_message() is None
+    assert counter.frame_count == 0  # the frame ran as it is: its block cannot be entered twice
 
 
 def test_state_switched_inside_the_block_before_the_break_is_kept():
@@ -314,6 +335,7 @@ def test_state_switched_inside_the_block_before_the_break_is_kept():
     torch.testing.assert_close(cf(torch.ones(2), compiled_log), f(torch.ones(2), eager_log))
     assert compiled_log == eager_log == [("changed inside", True, True)]
     assert _hooks_message() is None
+    assert counter.frame_count == 0  # entering the block again would not make that state
 
 
 def test_a_class_context_made_in_the_frame_is_made_again():

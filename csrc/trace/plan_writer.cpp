@@ -561,29 +561,32 @@ void ModuleValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects
   }
 }
 
-void SequenceValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+namespace {
+
+// The whole contents of a list, dict or set from outside replaced by what the trace left.
+Effect replacing_items(const Value& container, Effect::Kind kind, OutputPlan items) {
   Effect effect;
-  effect.target = OutputPlan::of_source(source());
-  effect.kind = Effect::Kind::ReplaceListItems;
-  effect.value.kind = OutputPlan::Kind::List;
-  effect.value.items = writer.plans_of(items);
-  effects.push_back(std::move(effect));
+  effect.kind = kind;
+  effect.target = OutputPlan::of_source(container.source());
+  effect.value = std::move(items);
+  return effect;
+}
+
+}  // namespace
+
+void SequenceValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
+  OutputPlan list;
+  list.kind = OutputPlan::Kind::List;
+  list.items = writer.plans_of(items);
+  effects.push_back(replacing_items(*this, Effect::Kind::ReplaceListItems, std::move(list)));
 }
 
 void DictValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
-  Effect effect;
-  effect.target = OutputPlan::of_source(source());
-  effect.kind = Effect::Kind::ReplaceDictItems;
-  effect.value = writer.remake_dict(*this);
-  effects.push_back(std::move(effect));
+  effects.push_back(replacing_items(*this, Effect::Kind::ReplaceDictItems, writer.remake_dict(*this)));
 }
 
 void SetValue::write_changes(PlanWriter& writer, std::vector<Effect>& effects) {
-  Effect effect;
-  effect.target = OutputPlan::of_source(source());
-  effect.kind = Effect::Kind::ReplaceSetItems;
-  effect.value = writer.remake_set(*this);
-  effects.push_back(std::move(effect));
+  effects.push_back(replacing_items(*this, Effect::Kind::ReplaceSetItems, writer.remake_set(*this)));
 }
 
 }  // namespace bytegraph::trace

@@ -629,6 +629,10 @@ class ObjectValue : public Value {
     size_t state_switches = 0, grad_switches = 0;
   };
   std::optional<Construction> construction;
+  // A new object is released when the trace ends (it drops its attributes, items and
+  // construction), so objects that reach themselves (`self.me = self`, a child appended to
+  // its parent's list) are freed with the trace.
+  static std::shared_ptr<ObjectValue> made_new(Tracer& tracer, PyObject* type /* borrowed */);
 
  private:
   ValuePtr class_attribute(Tracer& tracer, PyObject* descriptor, const std::string& name);

@@ -344,7 +344,7 @@ ValuePtr call_sequence_new(Tracer& tracer, PyObject* function, const Args& args,
     if (!plain) made->tuple_type = py::Ref<>::newref(type);
     return made;
   }
-  auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
+  auto object = ObjectValue::made_new(tracer, type);
   object->class_source = args[0]->source();
   object->sequence_storage(tracer)->items = std::move(items);
   return object;

@@ -505,6 +505,21 @@ ValuePtr ClassValue::get_item(Tracer& tracer, const ValuePtr& key) {
   return OpaqueValue::get_item(tracer, key);
 }
 
+std::shared_ptr<ObjectValue> ObjectValue::made_new(Tracer& tracer, PyObject* type) {
+  auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
+  std::weak_ptr<ObjectValue> weak = object;
+  tracer.at_end.push_back([weak] {
+    auto alive = weak.lock();
+    if (!alive) return;
+    alive->attrs.clear();
+    alive->construction.reset();
+    alive->items_.reset();
+    alive->members_.reset();
+    alive->sequence_.reset();
+  });
+  return object;
+}
+
 ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   PyObject* type = real_object();
   auto* as_type = reinterpret_cast<PyTypeObject*>(type);
@@ -529,7 +544,7 @@ ValuePtr ClassValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs
         !is_builtin_dict_class(base))
       unsupported("unsupported_call", "making an instance of " + repr() + " (a " + base->tp_name + ")");
   }
-  auto object = std::make_shared<ObjectValue>(py::Ref<>::newref(type), py::Ref<>(), nullptr);
+  auto object = ObjectValue::made_new(tracer, type);
   object->class_source = source();
   if (is_dict) object->dict_storage(tracer);
   if (object->is_frozenset_subclass()) {

@@ -98,7 +98,11 @@ ValuePtr StateSwitchValue::call(Tracer& tracer, const Args& args, const KwArgs& 
   if (state_ != TorchState::DefaultDtype) tracer.read_state(traced_state(state_));
   StateBefore before{state_, nullptr, nullptr};
   if (state_ == TorchState::SavedTensorsHooks && function_.get() != functions.hooks_message.get()) {
-    before.value = saved_tensors_hooks_before(functions, function_.get(), args, kwargs);
+    // Put back by disabling them again with the message they had, or enabling them.
+    py::Ref<> message = saved_tensors_hooks_before(functions, function_.get(), args, kwargs);
+    const bool were_enabled = message.get() == Py_None;
+    before.restore = (were_enabled ? functions.hooks_enable : functions.hooks_disable).copy();
+    if (!were_enabled) before.value = std::move(message);
   } else if (auto found = functions.switches.find(function_.get()); found != functions.switches.end()) {
     if (static_cast<int>(args.size()) != found->second.arguments || !kwargs.empty() || !is_constant_argument(args[0]))
       unsupported("unsupported_call", "a switch of torch's state with these arguments (constants expected)");
@@ -116,19 +120,9 @@ ValuePtr StateSwitchValue::call(Tracer& tracer, const Args& args, const KwArgs& 
 }
 
 void record_state_restore(Tracer& tracer, const StateBefore& before) {
-  const StateFunctions& functions = StateFunctions::get();
   Args args;
-  py::Ref<> function;
-  if (before.restore) {
-    function = before.restore.copy();
-    args.push_back(ConstantValue::make(before.value.copy()));
-  } else if (before.value.get() == Py_None) {
-    function = functions.hooks_enable.copy();
-  } else {
-    function = functions.hooks_disable.copy();
-    args.push_back(ConstantValue::make(before.value.copy()));
-  }
-  StateSwitchValue(before.state, std::move(function), nullptr).call(tracer, args, {});
+  if (before.value) args.push_back(ConstantValue::make(before.value.copy()));
+  StateSwitchValue(before.state, before.restore.copy(), nullptr).call(tracer, args, {});
 }
 
 py::Ref<> torch_state_now(const Tracer& tracer) {
@@ -142,18 +136,11 @@ py::Ref<> torch_state_now(const Tracer& tracer) {
 }
 
 void restore_torch_state(Tracer& tracer, size_t count) {
-  const StateFunctions& functions = StateFunctions::get();
   // Latest first, so the earliest switch's "before" is what stays.
   while (tracer.torch_state_before.size() > count) {
     StateBefore entry = std::move(tracer.torch_state_before.back());
     tracer.torch_state_before.pop_back();
-    if (entry.restore) {
-      check(PyObject_CallOneArg(entry.restore.get(), entry.value.get()));
-    } else if (entry.value.get() == Py_None) {
-      check(PyObject_CallNoArgs(functions.hooks_enable.get()));
-    } else {
-      check(PyObject_CallOneArg(functions.hooks_disable.get(), entry.value.get()));
-    }
+    check(entry.value ? PyObject_CallOneArg(entry.restore.get(), entry.value.get()) : PyObject_CallNoArgs(entry.restore.get()));
   }
 }
 

@@ -39,8 +39,8 @@ class StateSwitchValue : public Value {
 // What a switch changed: the state before it, and how to put it back.
 struct StateBefore {
   TorchState state;
-  py::Ref<> restore;  // called with `value` (saved-tensors hooks: see restore_torch_state)
-  py::Ref<> value;
+  py::Ref<> restore;  // the switch that puts it back: called with `value`, or with no argument
+  py::Ref<> value;    // when null (enabling saved-tensors hooks again)
 };
 
 // Records the switch that puts back what `before` changed, as the graph's own node (it is
