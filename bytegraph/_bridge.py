@@ -35,6 +35,8 @@ from bytegraph._classify import (  # noqa: F401
     TENSOR_CONSTANT_METHODS,
     autograd_apply_target,
     classify,
+    compared_by_value,
+    is_opaque_object,
     folded_result,
     register_folded,
     set_rule,

@@ -200,10 +200,54 @@ def _is_leaf_module_class(cls) -> bool:
 
 
 def _is_distributed_tensor_class(cls) -> bool:
-    """DTensor, AsyncCollectiveTensor and the other subclasses of torch.distributed: their ops
-    carry collectives and placements the tracer does not model yet (tensor parallelism), so a
-    frame that reads one runs it eagerly rather than compute a wrong answer."""
+    """A tensor subclass of torch.distributed that is no traceable wrapper subclass: its ops carry
+    state the fakes cannot copy, so a frame that reads one runs it eagerly rather than compute a
+    wrong answer. DTensor and AsyncCollectiveTensor flatten (__tensor_flatten__) and are traced."""
+    if hasattr(cls, "__tensor_flatten__"):
+        return False
     return any(getattr(base, "__module__", "").startswith("torch.distributed") for base in cls.__mro__)
+
+
+def _opaque_kind(obj):
+    """torch's opaque types (torch._library.opaque_object): objects the compiler treats as
+    constants, which is how torch.compile reads DTensor's placements (value types, compared by
+    value) and device meshes and process groups (reference types, pinned by identity). Their
+    value-type classes are constructors of constants (Shard(0))."""
+    from torch._library import opaque_object
+
+    if isinstance(obj, type):
+        return "pure_function" if opaque_object.is_opaque_value_type(obj) else None
+    return "constant" if opaque_object.is_opaque_type(type(obj)) else None
+
+
+def is_opaque_object(obj) -> bool:
+    """An instance of one of torch's opaque types (a placement, a device mesh)."""
+    from torch._library import opaque_object
+
+    return opaque_object.is_opaque_type(type(obj))
+
+
+def _opaque_method_kind(method):
+    """A C method bound to an opaque object: folded on constant arguments where the object is
+    immutable (a value type: `placement.is_shard()`), or the type lists it as safe to run for
+    real (a reference type's USE_REAL members: `process_group.size()`); None otherwise."""
+    from torch._library import opaque_object
+
+    owner = method.__self__
+    if opaque_object.is_opaque_value_type(type(owner)):
+        return "pure_function"
+    if opaque_object.is_opaque_type(type(owner)):
+        member = opaque_object.get_member_type(type(owner), method.__name__)
+        return "pure_function" if member == opaque_object.MemberType.USE_REAL else "unknown"
+    return None
+
+
+def compared_by_value(obj) -> bool:
+    """Whether a constant that is no Python literal is guarded by == (an opaque value type: a
+    placement made anew each call equals the traced one) rather than by identity."""
+    from torch._library import opaque_object
+
+    return opaque_object.is_opaque_value_type(type(obj))
 
 
 _DEFAULT_TORCH_FUNCTION = torch.Tensor.__torch_function__.__func__
@@ -285,7 +329,9 @@ def autograd_apply_target(bound_apply):
             return cls.apply(*args, **kwargs)
 
         apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
-        apply.__module__ = cls.__module__
+        # FX writes a function of torch's modules as an import path, which this one is not
+        # (DTensor's _FromTorchTensor): such a target is held by the graph module instead.
+        apply.__module__ = __name__ if cls.__module__.startswith("torch") else cls.__module__
         target = _APPLY_TARGETS[cls] = apply
     return target
 
@@ -374,6 +420,9 @@ def _classify_by_rules(obj) -> str:
         return "sdp_backends"
     if isinstance(obj, _CONSTANT_TYPES) or isinstance(obj, enum.Enum):
         return "constant"
+    opaque = _opaque_kind(obj)
+    if opaque is not None:
+        return opaque
     if type(obj) is frozenset:
         return "constant" if all(classify(item) == "constant" for item in obj) else "set"
     if isinstance(obj, torch.nn.Module):
@@ -395,7 +444,9 @@ def _classify_by_rules(obj) -> str:
     if isinstance(obj, types.FunctionType):
         return "user_function"
     if isinstance(obj, types.MethodType):
-        return "user_method" if isinstance(obj.__func__, types.FunctionType) else "unknown"
+        if isinstance(obj.__func__, types.FunctionType):
+            return "user_method"
+        return _opaque_method_kind(obj) or "unknown"
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(obj, "__self__", None)
         if owner is builtins or obj is tuple.__new__:  # namedtuple's _make calls tuple.__new__

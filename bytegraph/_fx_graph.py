@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import weakref
 
 import sympy
@@ -67,6 +68,8 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
         fx_nodes = _Remap(created, positions)
         args = _map_refs(args, fx_nodes)
         kwargs = _map_refs(kwargs, fx_nodes)
+        if op == "call_function" and not _writable((args, kwargs)):
+            target, args, kwargs = _with_constants(target, args, kwargs)
         node = graph.create_node(op, target, args, kwargs, name=name or None)
         if local_name:
             # Named by default first, then after the local, as torch.compile's graphs are: the
@@ -85,6 +88,62 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
     gm = torch.fx.GraphModule(root, graph)
     _forget_source_with(gm)
     return gm
+
+
+_WRITTEN_AS_REPR = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), torch.dtype, torch.device,
+                    torch.layout, torch.memory_format, torch.Size, torch.fx.Node, enum.Enum,
+                    torch._ops.OpOverload, torch._ops.HigherOrderOperator) + _SYMBOLIC
+
+
+def _writable(value) -> bool:
+    """Whether FX's generated code can write `value` as an argument: literals, torch's constants,
+    nodes, and torch's opaque value types (a placement writes itself as Shard(dim=0))."""
+    from torch._library.opaque_object import is_opaque_value_type
+
+    if isinstance(value, _WRITTEN_AS_REPR):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_writable(item) for item in value)
+    if isinstance(value, dict):
+        return all(_writable(key) and _writable(item) for key, item in value.items())
+    if isinstance(value, slice):
+        return _writable((value.start, value.stop, value.step))
+    return is_opaque_value_type(type(value))
+
+
+def _with_constants(target, args, kwargs):
+    """A call whose arguments hold an object the generated code cannot write (a device mesh, a
+    process group): one function with the arguments bound, called with the call's nodes alone,
+    so every backend traces through it to `target`."""
+    nodes = []
+    template = torch.fx.node.map_arg((args, kwargs), lambda node: nodes.append(node) or _Slot(len(nodes) - 1))
+
+    def call(*values):
+        bound_args, bound_kwargs = _fill(template, values)
+        return target(*bound_args, **bound_kwargs)
+
+    name = getattr(target, "__name__", type(target).__name__)
+    call.__name__ = call.__qualname__ = f"{name}_with_constants"
+    return call, tuple(nodes), {}
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _fill(value, values):
+    if isinstance(value, _Slot):
+        return values[value.index]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_fill(item, values) for item in value)
+    if isinstance(value, list):
+        return [_fill(item, values) for item in value]
+    if isinstance(value, dict):
+        return {key: _fill(item, values) for key, item in value.items()}
+    return value
 
 
 def _forget_source_with(gm):

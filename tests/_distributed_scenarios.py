@@ -1,26 +1,17 @@
-"""What each rank runs for tests/test_distributed.py: eager and bytegraph training side by side.
-
-`run_rank` joins a gloo group on 127.0.0.1, runs the named scenarios in order and writes
-what each observed (losses, parameter differences, what was captured) to
-`<out_dir>/rank<r>.json`; the test process asserts on those files. A scenario that raises
-records its traceback instead, so one failure does not hide the others' results.
+"""What each rank runs for tests/test_distributed.py: eager and bytegraph training side by side
+(launched by tests/_spawn.py; each scenario returns what it observed: losses, parameter
+differences, what was captured).
 
 Every scenario trains the same model from the same weights a few SGD steps twice, eagerly
 and compiled, each rank on its own data, and reports both.
 """
 
-import copy
-import datetime
-import json
 import logging
-import os
-import traceback
 
 import torch
 import torch.distributed as dist
 
 import bytegraph
-from bytegraph import _frame
 from bytegraph.testing import CompileCounter, CompileCounterWithBackend
 
 WIDTH = 512  # a 512x512 Linear has 1 MiB of weights: with 1 MiB buckets, one bucket per layer
@@ -304,26 +295,186 @@ def fsdp_per_block():
             "blocks_not_root": [state._is_root for state in states]}
 
 
+# --- tensor parallelism (DTensor) -----------------------------------------------------------
+
+
+class FeedForward(torch.nn.Module):
+    """A residual MLP block: the colwise/rowwise pair of tensor parallelism."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(width, 4 * width)
+        self.fc2 = torch.nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        return x + self.fc2(torch.relu(self.fc1(x)))
+
+
+class Attention(torch.nn.Module):
+    """Self-attention whose heads tensor parallelism splits across ranks (q/k/v colwise, the
+    output projection rowwise): the local tensors hold heads / ranks heads, hence -1."""
+
+    def __init__(self, width=16, heads=4):
+        super().__init__()
+        self.head_dim = width // heads
+        self.q = torch.nn.Linear(width, width)
+        self.k = torch.nn.Linear(width, width)
+        self.v = torch.nn.Linear(width, width)
+        self.o = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, length, _ = x.shape
+        q, k, v = (proj(x).view(batch, length, -1, self.head_dim).transpose(1, 2) for proj in (self.q, self.k, self.v))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return x + self.o(y.transpose(1, 2).reshape(batch, length, -1))
+
+
+def _mesh_1d():
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (dist.get_world_size(),))
+
+
+def _tp_feed_forward(mesh):
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    torch.manual_seed(0)
+    return parallelize_module(FeedForward(), mesh, {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+
+
+def _tp_attention(mesh):
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    torch.manual_seed(0)
+    plan = {"q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "o": RowwiseParallel()}
+    return parallelize_module(Attention(), mesh, plan)
+
+
+def _train_tp(model, batch_shape, steps=STEPS):
+    """Each rank sees the same batch (tensor parallelism splits the weights, not the data)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for step in range(steps):
+        x = torch.randn(*batch_shape, generator=torch.Generator().manual_seed(step))
+        out = model(x)
+        loss = out.pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, out
+
+
+def _tp_against_eager(make, batch_shape, backend):
+    bytegraph.reset()
+    mesh = _mesh_1d()
+    eager_model = make(mesh)
+    eager_losses, _ = _train_tp(eager_model, batch_shape)
+    counter = CompileCounterWithBackend(backend)
+    model = make(mesh)
+    losses, out = _train_tp(bytegraph.compile(model, backend=counter), batch_shape)
+    return {"eager_losses": eager_losses, "losses": losses,
+            "param_difference": _max_difference(_full(eager_model.parameters()), _full(model.parameters())),
+            "graphs": counter.frame_count, "op_count": counter.op_count,
+            "output_type": type(out).__name__, "output_requires_grad": out.requires_grad,
+            "parameters_are_dtensors": all(type(p).__name__ == "DTensor" or type(p.data).__name__ == "DTensor"
+                                           for p in model.parameters())}
+
+
+def tp_feed_forward_aot_eager():
+    return _tp_against_eager(_tp_feed_forward, (4, 16), "aot_eager")
+
+
+def tp_feed_forward_eager():
+    return _tp_against_eager(_tp_feed_forward, (4, 16), "eager")
+
+
+def tp_attention_aot_eager():
+    return _tp_against_eager(_tp_attention, (2, 6, 16), "aot_eager")
+
+
+def dtensor_redistribute():
+    """A function on a sharded DTensor that gathers it (an all-gather in the graph), then one
+    given the replicated DTensor: guarded on the placements, so it recompiles."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    bytegraph.reset()
+    mesh = _mesh_1d()
+
+    def gather(x):
+        return (x * 2).redistribute(mesh, [Replicate()]).to_local() + 1
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = bytegraph.compile(gather, backend=counter)
+    full = torch.arange(32.0).reshape(8, 4)
+    sharded = distribute_tensor(full, mesh, [Shard(0)])
+    results = [compiled(sharded), compiled(sharded)]
+    graphs_after_repeat = counter.frame_count
+    replicated = distribute_tensor(full, mesh, [Replicate()])
+    results.append(compiled(replicated))
+    expected = [gather(sharded), gather(sharded), gather(replicated)]
+    return {"matches_eager": all(torch.equal(torch.as_tensor(a), torch.as_tensor(b)) for a, b in zip(results, expected)),
+            "is_the_whole_tensor": torch.equal(torch.as_tensor(results[0]), full * 2 + 1),
+            "output_type": type(results[0]).__name__,
+            "graphs_after_repeat": graphs_after_repeat, "graphs": counter.frame_count}
+
+
+# --- 2-D: FSDP2 x tensor parallelism (4 ranks) ------------------------------------------------
+
+
+class FeedForwardTower(torch.nn.Module):
+    def __init__(self, width=16, blocks=2):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(FeedForward(width) for _ in range(blocks))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def _two_d(compile_with=None):
+    """torchtitan's recipe on a 2x2 mesh: tensor parallelism inside each block over "tp", each
+    block compiled, then FSDP2 over "dp" on the blocks and the root."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    torch.manual_seed(0)
+    model = FeedForwardTower()
+    for index, block in enumerate(model.blocks):
+        parallelize_module(block, mesh["tp"], {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+        if compile_with is not None:
+            block = bytegraph.compile(block, backend=compile_with)
+        model.blocks[index] = fully_shard(block, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    # Each data-parallel replica sees its own batches; the tensor-parallel ranks of one share them.
+    data_rank = mesh["dp"].get_local_rank()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for step in range(STEPS):
+        x = torch.randn(4, 16, generator=torch.Generator().manual_seed(100 * data_rank + step))
+        loss = model(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, _full(model.parameters())
+
+
+def fsdp_tp_2d():
+    bytegraph.reset()
+    eager_losses, eager_params = _two_d()
+    counter = CompileCounterWithBackend("aot_eager")
+    losses, params = _two_d(counter)
+    return {"eager_losses": eager_losses, "losses": losses, "param_difference": _max_difference(eager_params, params),
+            "graphs": counter.frame_count}
+
+
 SCENARIOS = {fn.__name__: fn for fn in (ddp_of_compiled, compiled_ddp_aot_eager, ddp_unsplit, ddp_dynamic_batch,
-                                        fsdp_compiled_whole, fsdp_per_block)}
-
-
-def run_rank(rank, world_size, port, out_dir, names):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=60))
-    results = {}
-    try:
-        # As in the test process (tests/conftest.py): a compile error fails, never runs eagerly.
-        with _frame.raise_on_compile_error(True):
-            for name in names:
-                try:
-                    results[name] = SCENARIOS[name]()
-                except Exception:
-                    results[name] = {"error": traceback.format_exc()}
-                dist.barrier()
-    finally:
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as file:
-            json.dump(results, file)
-        dist.destroy_process_group()
+                                        fsdp_compiled_whole, fsdp_per_block, tp_feed_forward_aot_eager,
+                                        tp_feed_forward_eager, tp_attention_aot_eager, dtensor_redistribute)}
+# Launched apart, on 4 ranks (a 2x2 mesh).
+ON_4_RANKS = ("fsdp_tp_2d",)
+SCENARIOS["fsdp_tp_2d"] = fsdp_tp_2d

@@ -1,24 +1,19 @@
 """Distributed training under bytegraph: DDP and FSDP2 on torch's own engine, 2 gloo ranks.
 
-All scenarios run in one launch of 2 processes (tests/_distributed_scenarios.py; starting
-processes that import torch is most of the cost), each rank writing what it observed; the
-tests below assert on both ranks' results: losses and parameters equal to eager training's,
+The 2-rank scenarios run in one launch of 2 processes, the 2x2-mesh ones in one launch of 4
+(tests/_spawn.py, tests/_distributed_scenarios.py), each rank writing what it observed; the
+tests below assert on every rank's results: losses and parameters equal to eager training's,
 and what was captured (graphs, DDP pieces, when gradient all-reduces start).
 """
-
-import json
-import os
-import socket
-import time
 
 import pytest
 import torch
 
 import bytegraph
 from bytegraph import _distributed, backends
+from tests import _spawn
 
 WORLD_SIZE = 2
-LAUNCH_TIMEOUT_S = 240
 
 
 def _distributed_unavailable():
@@ -32,48 +27,24 @@ def _distributed_unavailable():
 needs_gloo = pytest.mark.skipif(_distributed_unavailable() is not None, reason=str(_distributed_unavailable()))
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _launch(out_dir, names):
-    import torch.multiprocessing as mp
-
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Per scenario of the 2-rank launch, the list of each rank's result."""
     from tests import _distributed_scenarios
 
-    context = mp.start_processes(_distributed_scenarios.run_rank, args=(WORLD_SIZE, _free_port(), str(out_dir), names),
-                                 nprocs=WORLD_SIZE, join=False, start_method="spawn")
-    deadline = time.monotonic() + LAUNCH_TIMEOUT_S
-    try:
-        # join() returns when one more rank has ended (True once all have): wait for each.
-        while not context.join(timeout=max(deadline - time.monotonic(), 0)):
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"the {WORLD_SIZE} ranks did not finish within {LAUNCH_TIMEOUT_S} s")
-    finally:
-        for process in context.processes:
-            if process.is_alive():
-                process.terminate()
+    names = [name for name in _distributed_scenarios.SCENARIOS if name not in _distributed_scenarios.ON_4_RANKS]
+    return _spawn.results_of(tmp_path_factory, "tests._distributed_scenarios", names, WORLD_SIZE)
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """Per scenario, the list of each rank's result."""
+def results_4_ranks(tmp_path_factory):
+    """The same, for the scenarios of a 2x2 mesh."""
     from tests import _distributed_scenarios
 
-    out_dir = tmp_path_factory.mktemp("distributed")
-    names = list(_distributed_scenarios.SCENARIOS)
-    _launch(out_dir, names)
-    per_rank = [json.loads((out_dir / f"rank{rank}.json").read_text()) for rank in range(WORLD_SIZE)]
-    return {name: [ranks[name] for ranks in per_rank] for name in names}
+    return _spawn.results_of(tmp_path_factory, "tests._distributed_scenarios", _distributed_scenarios.ON_4_RANKS, 4)
 
 
-def _ranks(results, name):
-    ranks = results[name]
-    for rank, result in enumerate(ranks):
-        assert "error" not in result, f"rank {rank}:\n{result['error']}"
-    return ranks
+_ranks = _spawn.ranks
 
 
 def _trains_like_eager(result):
@@ -152,6 +123,54 @@ def test_fsdp2_of_compiled_blocks_trains_like_eager(results):
         assert result["blocks_not_root"] == [False, False, False]
 
 
+# --- tensor parallelism (DTensor parameters, parallelize_module) ------------------------------
+
+
+def _plain_output_with_gradients(result):
+    # A plain tensor (the plan's use_local_output), attached to the graph: the block's
+    # parameters get gradients (the losses and parameters above would differ otherwise).
+    assert result["output_type"] == "Tensor" and result["output_requires_grad"]
+    assert result["parameters_are_dtensors"]
+
+
+@needs_gloo
+@pytest.mark.parametrize("scenario", ["tp_feed_forward_aot_eager", "tp_feed_forward_eager"])
+def test_tensor_parallel_feed_forward_trains_like_eager_tensor_parallelism(results, scenario):
+    for result in _ranks(results, scenario):
+        _trains_like_eager(result)
+        _plain_output_with_gradients(result)
+        # One graph for the block, hooks included: input from_local, two linears on sharded
+        # weights, the redistributes and to_local of the plans, the residual add.
+        assert result["graphs"] == 1
+
+
+@needs_gloo
+def test_tensor_parallel_attention_trains_like_eager_tensor_parallelism(results):
+    for result in _ranks(results, "tp_attention_aot_eager"):
+        _trains_like_eager(result)
+        _plain_output_with_gradients(result)
+        assert result["graphs"] == 1
+
+
+@needs_gloo
+def test_a_redistribute_in_the_graph_gathers_and_placements_are_guarded(results):
+    for result in _ranks(results, "dtensor_redistribute"):
+        assert "error" not in result, result.get("error")
+        assert result["matches_eager"] and result["is_the_whole_tensor"]
+        # The repeated call reuses the graph; the replicated input recompiles (its placements
+        # are part of what the graph was traced for).
+        assert (result["graphs_after_repeat"], result["graphs"]) == (1, 2)
+
+
+@needs_gloo
+def test_fsdp2_over_tensor_parallel_blocks_on_a_2x2_mesh_trains_like_eager(results_4_ranks):
+    # torchtitan's recipe: tensor parallelism inside each block, each block compiled, FSDP2
+    # over the other mesh dimension. One graph per block (FSDP's hooks run between them).
+    for result in _ranks(results_4_ranks, "fsdp_tp_2d"):
+        _trains_like_eager(result)
+        assert result["graphs"] == 2
+
+
 # --- without a process group ----------------------------------------------------------------
 
 
@@ -178,34 +197,3 @@ def test_torch_compilers_are_told_apart_from_other_backends():
     assert backends.is_torch_compiler(bytegraph.testing.CompileCounterWithBackend("aot_eager"))
     assert not backends.is_torch_compiler(backends.lookup_backend("eager"))
     assert not backends.is_torch_compiler(bytegraph.testing.CompileCounter())
-
-
-@needs_gloo
-def test_a_dtensor_is_refused_with_a_reason_and_runs_eagerly():
-    # Tensor parallelism is not traced yet: a frame that reads a DTensor must run it eagerly
-    # (never compute with it as if it were a plain tensor).
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Replicate, distribute_tensor
-
-    started_here = not dist.is_initialized()
-    if started_here:
-        dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
-    try:
-        mesh = init_device_mesh("cpu", (1,))
-        weight = distribute_tensor(torch.randn(4, 4), mesh, [Replicate()])
-
-        def f(x):
-            return x + (weight * 2).to_local()[:2]
-
-        x = torch.randn(2, 4)
-        explained = bytegraph.explain(f)(x)
-        assert [reason.kind for reason in explained.break_reasons][:1] == ["distributed_tensor"]
-        torch.testing.assert_close(bytegraph.compile(f, backend="aot_eager")(x), f(x))
-        bytegraph.reset()
-        with pytest.raises(bytegraph.exc.GraphBreakError, match="DTensor"):
-            bytegraph.compile(f, backend="eager", fullgraph=True)(x)
-    finally:
-        bytegraph.reset()
-        if started_here:
-            dist.destroy_process_group()

@@ -122,6 +122,34 @@ def test_one_true_and_one_point_zero_are_different_constants():
                 assert_fails(tree, [got], f"L['v'] == {expected!r}: got {got!r}")
 
 
+class _Placement:
+    """An immutable value type with its own == (as torch's opaque value types are)."""
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.dim == self.dim
+
+    def __hash__(self):
+        return hash(self.dim)
+
+    def __repr__(self):
+        return f"Shard({self.dim})"
+
+
+class _OtherPlacement(_Placement):
+    pass
+
+
+def test_value_match_compares_with_the_classes_own_equality():
+    tree = tree_of(("add_value_match", L("p", 0), _Placement(0)))
+    assert_passes(tree, [_Placement(0)])  # made anew, equal: the same constant
+    assert_fails(tree, [_Placement(1)], "L['p'] == Shard(0): got Shard(1)")
+    # Another class is another constant, even where its == would say equal.
+    assert_fails(tree, [_OtherPlacement(0)], "L['p'] == Shard(0): got Shard(0)")
+
+
 def test_equals_match_nan_and_signed_zero():
     nan_tree = tree_of(("add_equals_match", L("f", 0), float("nan")))
     assert float("nan") != float("nan")

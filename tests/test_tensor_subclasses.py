@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 import bytegraph
 from bytegraph.testing import CompileCounterWithBackend
+from tests._capture import breaks
 
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
@@ -320,3 +321,72 @@ def test_an_override_added_or_replaced_after_compiling_recompiles():
         assert type(out) is torch.Tensor and type(plus_one(x)) is torch.Tensor
         torch.testing.assert_close(out, torch.full((2,), 4.0))  # the new override, not a stale graph
     assert counter.frame_count == 4
+
+
+def _two_tensor_subclasses():
+    """A subclass of torch's TwoTensor with a method and a property of its own (its unflatten
+    makes its own class, so its fake is one), and one whose unflatten is TwoTensor's (its fake
+    is a TwoTensor)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    class Pair(TwoTensor):
+        def doubled(self):
+            return self * 2
+
+        @property
+        def total(self):
+            return self.sum()
+
+        @staticmethod
+        def __tensor_unflatten__(inner_tensors, metadata, outer_size, outer_stride):
+            return Pair(inner_tensors["a"], inner_tensors["b"], outer_size, outer_stride)
+
+    class BaseUnflatten(TwoTensor):
+        pass
+
+    return Pair, BaseUnflatten
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_wrapper_subclasss_own_methods_and_properties_are_inlined(backend):
+    Pair, _ = _two_tensor_subclasses()
+
+    def f(x):
+        y = x.doubled() + x.total
+        # An op on a wrapper subclass has the class its dispatch gives (the fake's class).
+        return y + 1 if isinstance(y, Pair) else y - 1
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = bytegraph.compile(f, backend=counter, fullgraph=True)
+    x = Pair(torch.randn(3), torch.randn(3))
+    for _ in range(2):
+        out, expected = compiled(x), f(x)
+        assert type(out) is type(expected) is Pair
+        torch.testing.assert_close((out.a, out.b), (expected.a, expected.b))
+    assert (counter.frame_count, counter.op_count) == (1, 4)
+
+
+def test_a_wrapper_subclasss_method_patched_after_compiling_recompiles():
+    Pair, _ = _two_tensor_subclasses()
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(lambda x: x.doubled(), backend=counter)
+    x = Pair(torch.ones(2), torch.ones(2))
+    torch.testing.assert_close(compiled(x).a, torch.full((2,), 2.0))
+    Pair.doubled = lambda self: self * 3
+    torch.testing.assert_close(compiled(x).a, torch.full((2,), 3.0))
+    assert counter.frame_count == 2
+
+
+def test_a_wrapper_subclass_faked_as_another_class_runs_eagerly():
+    _, BaseUnflatten = _two_tensor_subclasses()
+
+    def f(x):
+        y = x * 2
+        return y + 1 if type(y) is BaseUnflatten else y - 1
+
+    x = BaseUnflatten(torch.ones(2), torch.ones(2))
+    graphs, kinds = breaks(f, x)
+    assert (graphs, kinds) == (0, ["unfakeable_tensor"])
+    out = bytegraph.compile(f, backend="aot_eager")(x)
+    assert type(out) is BaseUnflatten
+    torch.testing.assert_close(out.a, torch.full((2,), 3.0))

@@ -148,6 +148,9 @@ void bind_guard_set(nb::module_& m) {
              g.add_equals_match(s.source, value.ptr());
            },
            nb::arg("source"), nb::arg("value").none())
+      .def("add_value_match",
+           [](GuardSet& g, const PySource& s, nb::handle value) { g.add_value_match(s.source, value.ptr()); },
+           nb::arg("source"), nb::arg("value"))
       .def("add_tensor_match",
            [](GuardSet& g, const PySource& s, nb::handle tensor, std::vector<int> dynamic_dims) {
              g.add_tensor_match(s.source, tensor.ptr(), dynamic_dims);

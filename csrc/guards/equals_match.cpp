@@ -93,6 +93,36 @@ class EqualsMatch final : public LeafGuard {
   py::Ref<> value_;
 };
 
+// VALUE_MATCH: an immutable object of a class the tracer folds as a constant compared by value
+// (torch's opaque value types: DTensor's placements, Shard(0) made anew each call). The class
+// must be the traced one exactly, and its own == must hold.
+class ValueMatch final : public LeafGuard {
+ public:
+  explicit ValueMatch(py::Ref<> value) : value_(std::move(value)) {}
+  bool check(PyObject* value) const override {
+    if (value == value_.get()) return true;
+    if (Py_TYPE(value) != Py_TYPE(value_.get())) return false;
+    int equal = PyObject_RichCompareBool(value, value_.get(), Py_EQ);
+    if (equal < 0) throw_python_error();
+    return equal == 1;
+  }
+  std::string explain(PyObject* value, const std::string& source) const override {
+    return source + " == " + short_repr(value_.get()) + ": got " + short_repr(value);
+  }
+  std::string describe(const std::string& source) const override {
+    return source + ": VALUE_MATCH " + short_repr(value_.get());
+  }
+  std::string dedupe_key() const override {
+    return "VALUE_MATCH " + std::string(Py_TYPE(value_.get())->tp_name) + " " + safe_repr(value_.get());
+  }
+  int cost_rank() const override { return kCostValue; }
+  bool may_run_python() const override { return true; }
+  void traverse(py::Visitor& visit) const override { visit(value_); }
+
+ private:
+  py::Ref<> value_;
+};
+
 // SET_MATCH: a set (or frozenset) with the members seen while tracing, in the same iteration
 // order (the trace may have iterated it). Members that are supported constants compare as
 // EQUALS_MATCH compares them; any other member (a class, a function) by identity, which is
@@ -159,6 +189,11 @@ LeafPtr make_equals_match(PyObject* value) {
                             "and tuples of these; got " + got);
   }
   return std::make_shared<EqualsMatch>(py::Ref<>::newref(value));
+}
+
+LeafPtr make_value_match(PyObject* value) {
+  if (value == nullptr) throw PythonError::make(PyExc_TypeError, "VALUE_MATCH needs a value");
+  return std::make_shared<ValueMatch>(py::Ref<>::newref(value));
 }
 
 }  // namespace bytegraph::guards

@@ -157,6 +157,9 @@ void GuardSet::add_id_match(const SourcePtr& source, PyObject* object) {
 void GuardSet::add_equals_match(const SourcePtr& source, PyObject* value) {
   impl_->add(source, make_equals_match(value));
 }
+void GuardSet::add_value_match(const SourcePtr& source, PyObject* value) {
+  impl_->add(source, make_value_match(value));
+}
 void GuardSet::add_tensor_match(const SourcePtr& source, PyObject* tensor) {
   impl_->add(source, make_tensor_match(tensor, {}));
 }

@@ -44,6 +44,7 @@ class GuardSet {
   void add_type_match(const SourcePtr& source, PyTypeObject* type);
   void add_id_match(const SourcePtr& source, PyObject* object);
   void add_equals_match(const SourcePtr& source, PyObject* value);   // Python constants
+  void add_value_match(const SourcePtr& source, PyObject* value);    // opaque value constants (==)
   void add_tensor_match(const SourcePtr& source, PyObject* tensor);  // type, dtype, device, shape, stride, requires_grad
   // The same, except that the sizes of `dynamic_dims` (negative counts from the end) and the
   // strides that scale with them are left unchecked: the hook for dynamic shapes.

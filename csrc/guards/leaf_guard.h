@@ -61,6 +61,7 @@ LeafPtr make_lacks_attr(PyObject* name);
 LeafPtr make_dict_keys_match(PyObject* keys);
 // Python constants only (see equals_match.cpp); raises TypeError (as PythonError) otherwise.
 LeafPtr make_equals_match(PyObject* value);
+LeafPtr make_value_match(PyObject* value);  // an immutable non-builtin constant: same class and ==
 // An instance of exactly `type` (set, frozenset or a subclass) with `members` (a tuple) in
 // that iteration order (see equals_match.cpp).
 LeafPtr make_set_match(PyObject* type, PyObject* members);

@@ -29,9 +29,9 @@ constexpr std::array kBreakKinds = {
                                    "RuntimeError; it runs eagerly so the error is raised as Python raises it"},
     BreakKind{"disabled_function", "the function is wrapped by bytegraph.disable() and runs eagerly; remove "
                                    "disable() to capture it"},
-    BreakKind{"distributed_tensor", "DTensor and torch.distributed's other tensor subclasses (tensor parallelism) "
-                                    "are not traced yet; the code that reads them runs eagerly, correct but "
-                                    "uncompiled (compile the parts that see plain tensors)"},
+    BreakKind{"distributed_tensor", "a tensor subclass of torch.distributed that does not flatten "
+                                    "(__tensor_flatten__), so it cannot be faked: the code that reads it runs "
+                                    "eagerly, correct but uncompiled (DTensor flattens and is traced)"},
     BreakKind{"explicit_graph_break", "remove bytegraph.graph_break() to capture one graph"},
     BreakKind{"fake_op_failed", "the operation failed on fake tensors (shapes or dtypes that do not fit, or an op "
                                 "without a meta kernel); check the inputs' shapes, or keep the op out of the "

@@ -29,6 +29,8 @@ const Bridge& Bridge::get() {
     b->folded_result = attr(module.get(), "folded_result");
     b->tensor_attribute_kind = attr(module.get(), "tensor_attribute_kind");
     b->tensor_constant_methods = attr(module.get(), "TENSOR_CONSTANT_METHODS");
+    b->compared_by_value = attr(module.get(), "compared_by_value");
+    b->is_opaque_object = attr(module.get(), "is_opaque_object");
     b->build_graph_module = attr(module.get(), "build_graph_module");
     b->describe_fake = attr(module.get(), "describe_fake");
     b->signature_of = attr(module.get(), "signature_of");

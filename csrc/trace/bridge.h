@@ -18,6 +18,8 @@ struct Bridge {
   py::Ref<> folded_result;  // the traced value of a "folded" callable's call
   py::Ref<> tensor_attribute_kind;
   py::Ref<> tensor_constant_methods;  // frozenset of names
+  py::Ref<> compared_by_value;        // _classify.compared_by_value
+  py::Ref<> is_opaque_object;         // _classify.is_opaque_object
   py::Ref<> build_graph_module;
   py::Ref<> describe_fake;
   py::Ref<> tensor_type;     // torch.Tensor

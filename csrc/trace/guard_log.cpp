@@ -41,6 +41,7 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::Type: set.add_type_match(e.source, (PyTypeObject*)e.object.get()); break;
       case Kind::Id: set.add_id_match(e.source, e.object.get()); break;
       case Kind::Equals: set.add_equals_match(e.source, e.object.get()); break;
+      case Kind::Value: set.add_value_match(e.source, e.object.get()); break;
       case Kind::Tensor:
         if (e.unchecked_sizes.empty() && e.unchecked_strides.empty()) set.add_tensor_match(e.source, e.object.get());
         else set.add_tensor_match_unchecked(e.source, e.object.get(), e.unchecked_sizes, e.unchecked_strides);
@@ -68,6 +69,7 @@ std::vector<std::string> GuardLog::describe() const {
       case Kind::Type: lines.push_back(name + " TYPE_MATCH"); break;
       case Kind::Id: lines.push_back(name + " ID_MATCH"); break;
       case Kind::Equals: lines.push_back(name + " EQUALS_MATCH " + py_repr(e.object.get())); break;
+      case Kind::Value: lines.push_back(name + " VALUE_MATCH " + py_repr(e.object.get())); break;
       case Kind::Tensor: lines.push_back(name + " TENSOR_MATCH"); break;
       case Kind::Length: lines.push_back(name + " LENGTH_MATCH " + std::to_string(e.length)); break;
       case Kind::Size: lines.push_back(name + " SIZE_MATCH " + std::to_string(e.length)); break;

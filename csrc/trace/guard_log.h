@@ -17,7 +17,7 @@ namespace bytegraph::trace {
 
 class GuardLog {
  public:
-  enum class Kind { Type, Id, Equals, Tensor, Length, DictKeys, SetItems, None, SameObject, LacksKey, LacksAttr, Size, SubclassMetadata };
+  enum class Kind { Type, Id, Equals, Value, Tensor, Length, DictKeys, SetItems, None, SameObject, LacksKey, LacksAttr, Size, SubclassMetadata };
 
   // SetItems: `object` is (the set's type, a tuple of its members in order).
   // SubclassMetadata: `object` is the wrapper-subclass tensor whose flatten metadata is pinned.

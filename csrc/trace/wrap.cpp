@@ -36,6 +36,15 @@ bool is_literal(PyObject* value) {
   return true;
 }
 
+// How a constant read from a source is pinned: literals by value, opaque value types (a
+// placement made anew each call) by their own ==, everything else (dtypes, devices, code, a
+// device mesh) by identity.
+GuardLog::Kind constant_guard(PyObject* value) {
+  if (is_literal(value)) return GuardLog::Kind::Equals;
+  py::Ref<> by_value = check(PyObject_CallOneArg(Bridge::get().compared_by_value.get(), value));
+  return by_value.get() == Py_True ? GuardLog::Kind::Value : GuardLog::Kind::Id;
+}
+
 // Int arguments (or items of argument tuples/lists) may become symbolic; ints read from
 // globals, attributes or defaults stay constants, as under torch.compile.
 // An argument, an item of one, or a variable a function argument closes over
@@ -158,6 +167,20 @@ py::Ref<> tensor_dict_of(PyObject* real) {
 
 }  // namespace
 
+namespace {
+
+// A wrapper subclass's fake is made by its class's __tensor_unflatten__; one inherited from a
+// base that builds the base (a subclass of TwoTensor) gives a fake of another class, and ops
+// on it would give that class where the real ones give the subclass: not traced.
+void check_fake_class(PyObject* real, PyObject* fake, const SourcePtr& source) {
+  if (Py_TYPE(fake) == Py_TYPE(real) || !guards::TensorMeta::get().dispatches(real)) return;
+  if (!PyObject_HasAttrString((PyObject*)Py_TYPE(real), "__tensor_flatten__")) return;
+  unsupported("unfakeable_tensor", source->repr() + " is a " + Py_TYPE(real)->tp_name + " whose fake is a " +
+                                       Py_TYPE(fake)->tp_name + " (its __tensor_unflatten__ makes another class)");
+}
+
+}  // namespace
+
 ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   if (!source) unsupported("untracked_tensor", "a tensor with no known source");
   guards::SubclassDispatchOff undispatched(real);
@@ -180,6 +203,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
   guard_wrapper_subclass(real, source);
   py::Ref<> fake = std::move(input.fake);
+  check_fake_class(real, fake.get(), source);
   std::string target_name = graph.unique_name(graph::input_name_from(source->repr()));
   std::string name = graph::snake_case(target_name);
   py::Ref<> target = check(PyUnicode_FromString(target_name.c_str()));
@@ -218,6 +242,7 @@ ValuePtr Tracer::wrap_module_tensor(PyObject* real, const SourcePtr& source) {
   std::string name = graph.add_root_attr(graph::identifier_from(source->repr()), real);
   py::Ref<> fake = py::Ref<>::steal(PyObject_CallOneArg(fake_input_.get(), real));
   if (!fake) fake_failed(source->repr());
+  check_fake_class(real, fake.get(), source);
   py::Ref<> target = check(PyUnicode_FromString(name.c_str()));
   graph::Node& node = graph.append(graph::Op::GetAttr, std::move(target), nullptr, nullptr,
                                    fake.copy(), location(), name);
@@ -287,6 +312,11 @@ void Tracer::guard_wrapper_subclass(PyObject* real, const SourcePtr& source) {
     if (!PyUnicode_Check(name)) unsupported("unfakeable_tensor", source->repr() + " names an inner tensor by a non-string");
     py::Ref<> inner = check(PyObject_GetAttr(real, name));
     SourcePtr inner_source = guards::attr_source(source, PyUnicode_AsUTF8(name));
+    if (!guards::TensorMeta::get().is_tensor(inner.get())) {
+      // An opaque object flattened beside the tensors (DTensor's device mesh): the same one.
+      guards.add(GuardLog::Kind::Id, inner_source, inner.get());
+      continue;
+    }
     guards.add_tensor(inner_source, inner.get(), {}, {});
     guard_wrapper_subclass(inner.get(), inner_source);
   }
@@ -565,13 +595,13 @@ ValuePtr Tracer::wrap(PyObject* real, SourcePtr source) {
     case ObjectKind::Constant:
       if (PyLong_CheckExact(real) && (is_argument(source) || is_instance_attribute_of_argument(source)))
         if (ValuePtr symbolic = shapes->int_input(real, source, !is_argument(source))) return symbolic;
-      guards.add(is_literal(real) ? K::Equals : K::Id, source, real);
+      guards.add(constant_guard(real), source, real);
       return ConstantValue::make(py::Ref<>::newref(real), source);
     case ObjectKind::Tensor:
       return wrap_tensor(real, source);
     case ObjectKind::DistributedTensor:
       unsupported("distributed_tensor", std::string("a ") + Py_TYPE(real)->tp_name +
-                                            " (tensor parallelism) is not traced yet: what reads it runs eagerly");
+                                            " does not flatten (__tensor_flatten__): what reads it runs eagerly");
     case ObjectKind::Module:
     case ObjectKind::LeafModule:
       return wrap_module(*this, real, source, kind == ObjectKind::LeafModule);

@@ -8,6 +8,7 @@
 #include "trace/tracer.h"
 #include "guards/tensor_meta.h"
 #include "trace/values/torch_function.h"
+#include "python/import.h"
 
 namespace bytegraph::trace {
 
@@ -39,6 +40,43 @@ bool is_constant_method(const std::string& name) {
   return found == 1;
 }
 
+// An attribute a tensor subclass defines in Python over torch.Tensor's (DTensor.to_local,
+// .placements, .redistribute): read as Python reads it, with the tensor as self, and guarded
+// where the class holds it, so patching the class recompiles. Null where the class adds
+// nothing of its own for `name` (torch.Tensor's attribute is read as for any tensor).
+ValuePtr subclass_attribute(Tracer& tracer, const ValuePtr& tensor, PyObject* fake, const std::string& name) {
+  PyObject* type = tensor->python_type();
+  PyObject* tensor_type = Bridge::get().tensor_type.get();
+  if (type == tensor_type) return nullptr;
+  py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
+  PyObject* own = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), key.get());  // borrowed
+  if (own == nullptr || own == _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor_type), key.get())) return nullptr;
+  guards::SourcePtr where = guards::class_attr_source(type, name);
+  if (PyFunction_Check(own))
+    return std::make_shared<BoundMethodValue>(tracer.wrap_user_function(own, where), tensor);
+  if (PyObject_TypeCheck(own, &PyProperty_Type)) {
+    py::Ref<> getter = check(PyObject_GetAttrString(own, "fget"));
+    if (!PyFunction_Check(getter.get())) return nullptr;
+    return tracer.wrap_user_function(getter.get(), guards::attr_source(where, "fget"))->call(tracer, {tensor}, {});
+  }
+  if (Py_TYPE(own) == &PyStaticMethod_Type || Py_TYPE(own) == &PyClassMethod_Type) {
+    py::Ref<> bound = check(PyObject_GetAttrString(type, name.c_str()));
+    return tracer.wrap(bound.get(), where);
+  }
+  if (Py_TYPE(own) == &PyMemberDescr_Type) {
+    // A slot (DTensor's _spec): metadata the fake carries as the real tensor does, a constant
+    // of the traced computation (an input's is guarded by its flatten metadata). A tensor in a
+    // slot (_local_tensor) is read in the graph, as a property is.
+    py::Ref<> value = check(PyObject_GetAttrString(fake, name.c_str()));
+    if (guards::TensorMeta::get().is_tensor(value.get()))
+      return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(tracer.bridge.getattr.get()),
+                           {tensor, ConstantValue::make(std::move(key))}, {});
+    return tracer.wrap(value.get(), nullptr);
+  }
+  if (Py_TYPE(own)->tp_descr_get == nullptr) return tracer.wrap(own, where);
+  return nullptr;
+}
+
 }  // namespace
 
 std::string TensorValue::repr() const {
@@ -57,7 +95,15 @@ std::string TensorValue::repr() const {
   return "TensorVariable(" + name + ": " + PyUnicode_AsUTF8(text.get()) + ")";
 }
 
-PyObject* TensorValue::python_type() const { return type_ ? type_.get() : Bridge::get().tensor_type.get(); }
+PyObject* TensorValue::python_type() const {
+  if (type_) return type_.get();
+  // A traceable wrapper subclass's fake is an instance of the subclass (a DTensor of fakes), so
+  // what an op on one returns is of that class; a plain tensor's fake is a FakeTensor.
+  static PyObject* fake_tensor_type =
+      check(PyObject_GetAttrString(import_module("torch._subclasses.fake_tensor").get(), "FakeTensor")).release();
+  PyObject* fake_type = reinterpret_cast<PyObject*>(Py_TYPE(fake_.get()));
+  return fake_type == fake_tensor_type ? Bridge::get().tensor_type.get() : fake_type;
+}
 
 PyObject* Tracer::real_tensor_of(const Value* value) const {
   for (const auto& input : inputs)
@@ -78,6 +124,7 @@ ValuePtr Tracer::value_of_real_tensor(PyObject* real) const {
 ValuePtr TensorValue::get_attr(Tracer& tracer, const std::string& name) {
   if (name == "numpy") return tensor_numpy_method(shared_from_this());
   if (ValuePtr dispatched = dispatch_attribute_read(tracer, shared_from_this(), name)) return dispatched;
+  if (ValuePtr own = subclass_attribute(tracer, shared_from_this(), fake_.get(), name)) return own;
   switch (tensor_attribute_kind(name)) {
     case TensorAttr::Constant:
       return tensor_metadata(tracer, shared_from_this(), name, true, {}, {});

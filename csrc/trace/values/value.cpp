@@ -130,7 +130,7 @@ class ConstantIterMethodValue : public Value {
 
 }  // namespace
 
-ValuePtr ConstantValue::get_attr(Tracer&, const std::string& name) {
+ValuePtr ConstantValue::get_attr(Tracer& tracer, const std::string& name) {
   // Attributes of immutable constants are constants (or bound methods of them, which fold
   // when called on constants); an iterator is state, made as iter() makes it.
   if (name == "__iter__" && PyObject_HasAttrString(object_.get(), "__iter__"))
@@ -141,6 +141,12 @@ ValuePtr ConstantValue::get_attr(Tracer&, const std::string& name) {
     raise_folded_error(error, error.what());
   }
   py::Ref<> owned = py::Ref<>::steal(attribute);
+  if (PyMethod_Check(attribute)) {
+    // A method of one of torch's opaque objects (a placement, a device mesh): inlined where it
+    // is Python, folded where the type says running it is safe, else a break (classify's rules).
+    py::Ref<> opaque = check(PyObject_CallOneArg(Bridge::get().is_opaque_object.get(), object_.get()));
+    if (opaque.get() == Py_True) return tracer.wrap(attribute, nullptr);
+  }
   if (PyCallable_Check(attribute) && !PyType_Check(attribute))
     return std::make_shared<BuiltinValue>(std::move(owned));
   return ConstantValue::make(std::move(owned));
