@@ -390,3 +390,18 @@ def test_a_wrapper_subclass_faked_as_another_class_runs_eagerly():
     out = bytegraph.compile(f, backend="aot_eager")(x)
     assert type(out) is BaseUnflatten
     torch.testing.assert_close(out.a, torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("subclass", [Logged, Plain])
+def test_a_torch_module_given_a_subclass_runs_its_forward_through_the_override(subclass):
+    # A torch.nn module is otherwise one call_module node; given a subclass, its ops go through
+    # the override as they do eagerly, so the result has the class the override gives.
+    linear = torch.nn.Linear(3, 3)
+    counter = CompileCounterWithBackend("eager")
+    compiled = bytegraph.compile(lambda x: linear(x) + 1, backend=counter, fullgraph=True)
+    x = torch.randn(2, 3).as_subclass(subclass)
+    out, expected = compiled(x), linear(x) + 1
+    assert type(out) is type(expected) is subclass
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    assert counter.frame_count == 1
+    assert "call_module" not in [node.op for node in counter.graphs[0].graph.nodes]

@@ -49,6 +49,7 @@ class TensorMeta {
     PyTypeObject* type = Py_TYPE(tensor);
     return type != tensor_type_.get() && type != parameter_type_.get();
   }
+  bool is_parameter_type(PyObject* type) const { return type == reinterpret_cast<PyObject*>(parameter_type_.get()); }
   PyObject* disable_subclass_dispatch() const { return disable_subclass_.get(); }
 
  private:

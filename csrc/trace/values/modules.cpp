@@ -1,10 +1,12 @@
 // nn.Module instances and Python modules.
+#include <algorithm>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graph/graph.h"
+#include "guards/tensor_meta.h"
 #include "trace/tracer.h"
 #include "trace/values/exceptions.h"
 
@@ -240,6 +242,30 @@ ValuePtr initialize_lazy_module(Tracer& tracer, const Args& args, const KwArgs& 
   return ConstantValue::none();
 }
 
+namespace {
+
+bool is_subclass_tensor(const ValuePtr& value) {
+  if (!value || !value->is_tensor()) return false;
+  PyObject* type = value->python_type();
+  return type != Bridge::get().tensor_type.get() && !guards::TensorMeta::get().is_parameter_type(type);
+}
+
+// A tensor subclass among a module's arguments (directly or in a list or tuple): its
+// __torch_function__ (or its dispatch) sees each op of the forward and may give the result its
+// class, so the forward is inlined, not recorded as one call of the module.
+bool takes_subclass_tensor(const Args& args, const KwArgs& kwargs) {
+  auto any_in = [](const ValuePtr& value) {
+    if (is_subclass_tensor(value)) return true;
+    if (auto* sequence = dynamic_cast<SequenceValue*>(value.get()))
+      return std::any_of(sequence->items.begin(), sequence->items.end(), is_subclass_tensor);
+    return false;
+  };
+  return std::any_of(args.begin(), args.end(), any_in) ||
+         std::any_of(kwargs.begin(), kwargs.end(), [&](const auto& entry) { return any_in(entry.second); });
+}
+
+}  // namespace
+
 ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwargs) {
   // A lazy module's first call: its parameters made before its hooks and attributes are read.
   if (PyObject_TypeCheck(module_.get(), reinterpret_cast<PyTypeObject*>(Bridge::get().lazy_mixin.get())) &&
@@ -281,7 +307,7 @@ ValuePtr ModuleValue::call(Tracer& tracer, const Args& args, const KwArgs& kwarg
     py::Ref<> key = check(PyUnicode_FromString("forward"));
     tracer.guards.add(GuardLog::Kind::LacksKey, guards::instance_dict_of(source()), key.get());
   }
-  if (leaf_) {
+  if (leaf_ && !takes_subclass_tensor(args, kwargs)) {
     std::string name = source() ? graph::identifier_from(source()->repr()) : "module";
     guard_leaf_tensors(tracer);
     return tracer.record_module_call(module_.get(), name, args, kwargs);
