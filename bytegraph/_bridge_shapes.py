@@ -30,7 +30,9 @@ from torch.fx.experimental.symbolic_shapes import (
     ShapeGuardPythonPrinter,
     StatelessSymbolicContext,
     StrictMinMaxConstraint,
+    SubclassSymbolicContext,
 )
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._sympy import functions as sym_functions
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.printers import PythonPrinter
@@ -100,6 +102,30 @@ def _layout_inputs(fake):
     return found
 
 
+def _symbolic_context(real, name, dynamic_sizes, constraints):
+    """How torch's meta converter makes the sizes of `real` symbols. A traceable wrapper subclass
+    (DTensor) is faked from its inner tensors: each gets a context of its own, its sizes
+    symbols wherever the outer tensor has one (a sharded dimension follows the global one; a
+    tensor of another rank, a nested tensor's values, has all of them symbolic). The inner
+    tensors' own guards keep their sizes checked."""
+    if not is_traceable_wrapper_subclass(real):
+        return StatelessSymbolicContext(dynamic_sizes=dynamic_sizes, constraint_sizes=constraints)
+    any_dynamic = any(kind != DimDynamic.STATIC for kind in dynamic_sizes)
+    inner_contexts = {}
+    for attr in real.__tensor_flatten__()[0]:
+        inner = getattr(real, attr)
+        if not isinstance(inner, torch.Tensor):
+            continue
+        if inner.dim() == real.dim():
+            inner_sizes = list(dynamic_sizes)
+        else:
+            inner_sizes = [DimDynamic.DYNAMIC if any_dynamic else DimDynamic.STATIC] * inner.dim()
+        inner_contexts[attr] = _symbolic_context(inner, f"{name}.{attr}", inner_sizes, [None] * inner.dim())
+    return SubclassSymbolicContext(dynamic_sizes=dynamic_sizes, constraint_sizes=constraints,
+                                   tensor_source=SourceName(name), shape_env_to_source_to_symbol_cache={},
+                                   inner_contexts=inner_contexts)
+
+
 class Shapes:
     """The symbolic state of one trace: its ShapeEnv and the inputs whose sizes are symbols."""
 
@@ -127,10 +153,7 @@ class Shapes:
                 constraints.append(StrictMinMaxConstraint(vr=ValueRanges(lower, upper), warn_only=False))
             else:
                 constraints.append(None)
-        context = StatelessSymbolicContext(
-            dynamic_sizes=[_DIM_DYNAMIC[spec.kind] for spec in dims],
-            constraint_sizes=constraints,
-        )
+        context = _symbolic_context(real, name, [_DIM_DYNAMIC[spec.kind] for spec in dims], constraints)
         # An unbacked input size is bound by the input itself, not by an op of the graph that
         # would have to return it.
         unbacked = any(spec.kind == "unbacked" for spec in dims)
