@@ -36,6 +36,7 @@ from bytegraph._classify import (  # noqa: F401
     autograd_apply_target,
     classify,
     compared_by_value,
+    subclass_metadata_guard,
     is_opaque_object,
     folded_result,
     register_folded,
@@ -105,13 +106,14 @@ class Session:
 
     def wrap_input(self, real: torch.Tensor, source_name: str):
         """(fake, None) for a static input; (fake, (lifted, unchecked sizes, unchecked
-        strides)) for one with symbolic sizes (see `_bridge_shapes.Shapes.tensor`)."""
+        strides, inner tensors' unchecked ones)) for one with symbolic sizes (see
+        `_bridge_shapes.Shapes.tensor`)."""
         dims = self.policy.tensor_dims(source_name, real) if self.policy is not None else None
         if dims is None:
             return self.fake_input(real), None
         shapes = self._shapes()
-        fake, lifted, sizes, strides = _fake_cache.fake_copy(lambda: shapes.tensor(self.mode, real, source_name, dims))
-        return fake, (lifted, sizes, strides)
+        fake, lifted, sizes, strides, inner = _fake_cache.fake_copy(lambda: shapes.tensor(self.mode, real, source_name, dims))
+        return fake, (lifted, sizes, strides, inner)
 
     def wrap_int(self, value: int, source_name: str, attribute: bool = False):
         """A SymInt standing for int input `value`, or None when it stays a constant."""

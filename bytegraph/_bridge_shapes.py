@@ -168,12 +168,30 @@ class Shapes:
         unchecked_strides = tuple(i for i, stride in enumerate(fake.stride()) if isinstance(stride, torch.SymInt))
         strict = tuple(i for i, spec in enumerate(dims) if spec.strict)
         self.tracked.append(_Tracked(name, fake, unchecked_sizes, unchecked_strides, strict))
+        inner = self._track_inner(fake, name) if is_traceable_wrapper_subclass(fake) else ()
         for dim, spec in enumerate(dims):
             if spec.kind != "static" and log.isEnabledFor(logging.INFO):
                 size = fake.shape[dim]
                 shown = size if isinstance(size, torch.SymInt) and symbol_name(size) else f"{size} (0 and 1 stay static)"
                 log.info("%s.size()[%d] is dynamic: %s; it is %s", name, dim, spec.why, shown)
-        return fake, tuple(lifted), unchecked_sizes, unchecked_strides
+        return fake, tuple(lifted), unchecked_sizes, unchecked_strides, inner
+
+    def _track_inner(self, fake, name):
+        """The inner tensors of a wrapper subclass whose sizes are symbolic (a DTensor's local
+        shard of a dynamic batch): tracked for the shape guards under their own sources.
+        Returns (attribute, unchecked sizes, unchecked strides) for each, what its tensor
+        guard leaves to the shape guards."""
+        found = []
+        for attr in fake.__tensor_flatten__()[0]:
+            inner = getattr(fake, attr)
+            if not isinstance(inner, torch.Tensor):
+                continue
+            sizes = tuple(i for i, size in enumerate(inner.shape) if isinstance(size, torch.SymInt))
+            strides = tuple(i for i, stride in enumerate(inner.stride()) if isinstance(stride, torch.SymInt))
+            if sizes or strides:
+                self.tracked.append(_Tracked(f"{name}.{attr}", inner, sizes, strides, ()))
+                found.append((attr, sizes, strides))
+        return tuple(found)
 
     def int(self, value, name, why):
         """A SymInt for int input `value` (source `name`)."""

@@ -242,6 +242,26 @@ def _opaque_method_kind(method):
     return None
 
 
+def subclass_metadata_guard(cls):
+    """How the flatten metadata of wrapper subclass `cls` is compared with the traced one, where
+    bytegraph knows better than ==: a function (traced, now) -> bool, or None."""
+    if not (cls.__module__ or "").startswith("torch.distributed"):
+        return None
+    from torch.distributed.tensor import DTensor
+
+    return _dtensor_metadata_guard if issubclass(cls, DTensor) else None
+
+
+def _dtensor_metadata_guard(traced, now):
+    """DTensor flattens to (placements, global tensor meta, shard order, requires_grad): compared
+    without the global shape and stride, which the tensor's own guard checks (symbolic sizes
+    by the shape guards), as torch.compile's DTENSOR_SPEC_MATCH does."""
+    if not (isinstance(traced, tuple) and len(traced) == 4 and isinstance(now, tuple) and len(now) == 4):
+        return traced == now
+    return (traced[0] == now[0] and traced[2] == now[2] and traced[3] == now[3]
+            and getattr(traced[1], "dtype", None) == getattr(now[1], "dtype", None))
+
+
 def compared_by_value(obj) -> bool:
     """Whether a constant that is no Python literal is guarded by == (an opaque value type: a
     placement made anew each call equals the traced one) rather than by identity."""

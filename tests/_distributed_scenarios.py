@@ -350,12 +350,14 @@ def _tp_attention(mesh):
     return parallelize_module(Attention(), mesh, plan)
 
 
-def _train_tp(model, batch_shape, steps=STEPS):
-    """Each rank sees the same batch (tensor parallelism splits the weights, not the data)."""
+def _train_tp(model, batch_shape, steps=STEPS, rows=None):
+    """Each rank sees the same batch (tensor parallelism splits the weights, not the data);
+    rows: the batch size of each step, where it changes."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     losses = []
-    for step in range(steps):
-        x = torch.randn(*batch_shape, generator=torch.Generator().manual_seed(step))
+    for step in range(len(rows) if rows else steps):
+        shape = (rows[step], *batch_shape[1:]) if rows else batch_shape
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(step))
         out = model(x)
         loss = out.pow(2).mean()
         optimizer.zero_grad()
@@ -365,14 +367,14 @@ def _train_tp(model, batch_shape, steps=STEPS):
     return losses, out
 
 
-def _tp_against_eager(make, batch_shape, backend):
+def _tp_against_eager(make, batch_shape, backend, rows=None):
     bytegraph.reset()
     mesh = _mesh_1d()
     eager_model = make(mesh)
-    eager_losses, _ = _train_tp(eager_model, batch_shape)
+    eager_losses, _ = _train_tp(eager_model, batch_shape, rows=rows)
     counter = CompileCounterWithBackend(backend)
     model = make(mesh)
-    losses, out = _train_tp(bytegraph.compile(model, backend=counter), batch_shape)
+    losses, out = _train_tp(bytegraph.compile(model, backend=counter), batch_shape, rows=rows)
     return {"eager_losses": eager_losses, "losses": losses,
             "param_difference": _max_difference(_full(eager_model.parameters()), _full(model.parameters())),
             "graphs": counter.frame_count, "op_count": counter.op_count,
@@ -387,6 +389,10 @@ def tp_feed_forward_aot_eager():
 
 def tp_feed_forward_eager():
     return _tp_against_eager(_tp_feed_forward, (4, 16), "eager")
+
+
+def tp_feed_forward_dynamic_batch():
+    return _tp_against_eager(_tp_feed_forward, (4, 16), "aot_eager", rows=[4, 4, 6, 5, 7])
 
 
 def tp_attention_aot_eager():
@@ -474,7 +480,8 @@ def fsdp_tp_2d():
 
 SCENARIOS = {fn.__name__: fn for fn in (ddp_of_compiled, compiled_ddp_aot_eager, ddp_unsplit, ddp_dynamic_batch,
                                         fsdp_compiled_whole, fsdp_per_block, tp_feed_forward_aot_eager,
-                                        tp_feed_forward_eager, tp_attention_aot_eager, dtensor_redistribute)}
+                                        tp_feed_forward_eager, tp_feed_forward_dynamic_batch, tp_attention_aot_eager,
+                                        dtensor_redistribute)}
 # Launched apart, on 4 ranks (a 2x2 mesh).
 ON_4_RANKS = ("fsdp_tp_2d",)
 SCENARIOS["fsdp_tp_2d"] = fsdp_tp_2d

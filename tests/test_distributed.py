@@ -145,6 +145,16 @@ def test_tensor_parallel_feed_forward_trains_like_eager_tensor_parallelism(resul
 
 
 @needs_gloo
+def test_tensor_parallel_training_with_a_changing_batch_size_recompiles_once(results):
+    for result in _ranks(results, "tp_feed_forward_dynamic_batch"):
+        _trains_like_eager(result)
+        _plain_output_with_gradients(result)
+        # Batch sizes 4, 4, 6, 5, 7: static at first, then one graph with a symbolic batch
+        # (the local shards' sizes included), reused by 5 and 7.
+        assert result["graphs"] == 2
+
+
+@needs_gloo
 def test_tensor_parallel_attention_trains_like_eager_tensor_parallelism(results):
     for result in _ranks(results, "tp_attention_aot_eager"):
         _trains_like_eager(result)

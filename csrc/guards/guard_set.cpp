@@ -185,8 +185,8 @@ void GuardSet::add_size_match(const SourcePtr& source, Py_ssize_t length) {
 void GuardSet::add_lacks_attr(const SourcePtr& source, PyObject* name) {
   impl_->add(source, make_lacks_attr(name));
 }
-void GuardSet::add_subclass_metadata_match(const SourcePtr& source, PyObject* tensor) {
-  impl_->add(source, make_subclass_metadata_match(tensor));
+void GuardSet::add_subclass_metadata_match(const SourcePtr& source, PyObject* tensor, PyObject* compare) {
+  impl_->add(source, make_subclass_metadata_match(tensor, compare));
 }
 void GuardSet::add_none_match(const SourcePtr& source, bool is_none) {
   impl_->add(source, make_none_match(is_none));

@@ -55,7 +55,8 @@ class GuardSet {
   void add_dict_keys_match(const SourcePtr& source, PyObject* keys);  // a tuple, in order
   void add_set_match(const SourcePtr& source, PyObject* type, PyObject* members);  // a tuple, in order
   void add_none_match(const SourcePtr& source, bool is_none);
-  void add_subclass_metadata_match(const SourcePtr& source, PyObject* tensor);  // __tensor_flatten__'s
+  // compare(traced, now) -> bool replaces the class's __metadata_guard__ (or ==) where given.
+  void add_subclass_metadata_match(const SourcePtr& source, PyObject* tensor, PyObject* compare = nullptr);  // __tensor_flatten__'s
   // TENSOR_MATCH leaving exactly these sizes and strides to the shape guards (symbolic ones).
   void add_tensor_match_unchecked(const SourcePtr& source, PyObject* tensor,
                                   const std::vector<int>& unchecked_sizes,

@@ -67,7 +67,7 @@ LeafPtr make_value_match(PyObject* value);  // an immutable non-builtin constant
 LeafPtr make_set_match(PyObject* type, PyObject* members);
 // A traceable wrapper subclass (`tensor` has __tensor_flatten__): the same class, inner
 // tensor names and metadata (subclass_metadata.cpp).
-LeafPtr make_subclass_metadata_match(PyObject* tensor);
+LeafPtr make_subclass_metadata_match(PyObject* tensor, PyObject* compare = nullptr);
 // Root-level leaf (global_state.cpp): torch's global state as it was when the frame started.
 struct GlobalStateDetails;
 // Whether saved-tensors hooks are disabled (their message; None when enabled); which

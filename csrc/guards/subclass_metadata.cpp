@@ -23,10 +23,14 @@ py::Ref<> flatten(PyObject* tensor) {
 
 class SubclassMetadataMatch final : public LeafGuard {
  public:
-  explicit SubclassMetadataMatch(PyObject* tensor) : type_(py::Ref<>::newref((PyObject*)Py_TYPE(tensor))) {
+  SubclassMetadataMatch(PyObject* tensor, PyObject* compare) : type_(py::Ref<>::newref((PyObject*)Py_TYPE(tensor))) {
     py::Ref<> flat = flatten(tensor);
     names_ = py::Ref<>::newref(PyTuple_GET_ITEM(flat.get(), 0));
     metadata_ = py::Ref<>::newref(PyTuple_GET_ITEM(flat.get(), 1));
+    if (compare != nullptr && compare != Py_None) {
+      metadata_guard_ = py::Ref<>::newref(compare);
+      return;
+    }
     py::Ref<> custom = py::Ref<>::steal(PyObject_GetAttrString(type_.get(), "__metadata_guard__"));
     if (!custom) PyErr_Clear();
     metadata_guard_ = std::move(custom);
@@ -76,6 +80,8 @@ class SubclassMetadataMatch final : public LeafGuard {
 
 }  // namespace
 
-LeafPtr make_subclass_metadata_match(PyObject* tensor) { return std::make_shared<SubclassMetadataMatch>(tensor); }
+LeafPtr make_subclass_metadata_match(PyObject* tensor, PyObject* compare) {
+  return std::make_shared<SubclassMetadataMatch>(tensor, compare);
+}
 
 }  // namespace bytegraph::guards

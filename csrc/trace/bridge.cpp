@@ -31,6 +31,7 @@ const Bridge& Bridge::get() {
     b->tensor_constant_methods = attr(module.get(), "TENSOR_CONSTANT_METHODS");
     b->compared_by_value = attr(module.get(), "compared_by_value");
     b->is_opaque_object = attr(module.get(), "is_opaque_object");
+    b->subclass_metadata_guard = attr(module.get(), "subclass_metadata_guard");
     b->build_graph_module = attr(module.get(), "build_graph_module");
     b->describe_fake = attr(module.get(), "describe_fake");
     b->signature_of = attr(module.get(), "signature_of");

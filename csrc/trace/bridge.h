@@ -20,6 +20,7 @@ struct Bridge {
   py::Ref<> tensor_constant_methods;  // frozenset of names
   py::Ref<> compared_by_value;        // _classify.compared_by_value
   py::Ref<> is_opaque_object;         // _classify.is_opaque_object
+  py::Ref<> subclass_metadata_guard;  // _classify.subclass_metadata_guard
   py::Ref<> build_graph_module;
   py::Ref<> describe_fake;
   py::Ref<> tensor_type;     // torch.Tensor

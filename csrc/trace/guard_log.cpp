@@ -56,7 +56,9 @@ void GuardLog::apply(guards::GuardSet& set) const {
       case Kind::SameObject: set.add_same_object(e.other, e.source); break;
       case Kind::LacksKey: set.add_dict_lacks_key(e.source, e.object.get()); break;
       case Kind::LacksAttr: set.add_lacks_attr(e.source, e.object.get()); break;
-      case Kind::SubclassMetadata: set.add_subclass_metadata_match(e.source, e.object.get()); break;
+      case Kind::SubclassMetadata:  // (tensor, compare or None)
+        set.add_subclass_metadata_match(e.source, PyTuple_GET_ITEM(e.object.get(), 0), PyTuple_GET_ITEM(e.object.get(), 1));
+        break;
     }
   }
 }

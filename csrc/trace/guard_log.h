@@ -20,7 +20,8 @@ class GuardLog {
   enum class Kind { Type, Id, Equals, Value, Tensor, Length, DictKeys, SetItems, None, SameObject, LacksKey, LacksAttr, Size, SubclassMetadata };
 
   // SetItems: `object` is (the set's type, a tuple of its members in order).
-  // SubclassMetadata: `object` is the wrapper-subclass tensor whose flatten metadata is pinned.
+  // SubclassMetadata: `object` is (the wrapper-subclass tensor whose flatten metadata is pinned,
+  // the function comparing it or None).
   void add(Kind kind, const guards::SourcePtr& source, PyObject* object = nullptr, Py_ssize_t length = 0);
   // TENSOR_MATCH on `tensor`, leaving the listed (symbolic) sizes and strides to the shape guards.
   void add_tensor(const guards::SourcePtr& source, PyObject* tensor, std::vector<int> unchecked_sizes,

@@ -65,6 +65,7 @@ class SymbolicShapes {
   struct TensorInput {
     py::Ref<> fake;
     std::vector<int> unchecked_sizes, unchecked_strides;  // left to the shape guards
+    std::vector<SymbolicInnerTensor> inner;
     std::vector<int> symbol_nodes;  // the placeholders of the symbols in its sizes, strides, offset
   };
   // The fake of input tensor `real`; symbolic sizes that are fresh symbols become size

@@ -27,6 +27,14 @@ namespace bytegraph::trace {
 
 class SymbolicShapes;
 
+// An inner tensor of a wrapper-subclass input whose sizes the trace made symbolic (a DTensor's
+// local shard of a dynamic batch): the sizes and strides its tensor guard leaves to the shape
+// guards.
+struct SymbolicInnerTensor {
+  std::string name;
+  std::vector<int> unchecked_sizes, unchecked_strides;
+};
+
 // A code object decoded once per trace, with what the interpreter needs to index it.
 struct CodeInfo {
   py::Ref<> code;
@@ -170,7 +178,10 @@ class Tracer {
   // A module's tensor that the graph holds (a get_attr node, a leaf module's parameter):
   // guarded by identity and metadata at `source`.
   // Guards a wrapper subclass's flatten metadata and inner tensors (nothing for other tensors).
-  void guard_wrapper_subclass(PyObject* real, const guards::SourcePtr& source);
+  // Guards a traceable wrapper subclass's class, flatten metadata and inner tensors; inner
+  // tensors with symbolic sizes (symbolic_inner) leave those to the shape guards.
+  void guard_wrapper_subclass(PyObject* real, const guards::SourcePtr& source,
+                              const std::vector<SymbolicInnerTensor>& symbolic_inner = {});
   void pin_module_tensor(PyObject* real, const guards::SourcePtr& source);
   // Guards which callable `real` is, at `source` (see wrap.cpp).
   void pin_callable(PyObject* real, const guards::SourcePtr& source);

@@ -201,7 +201,7 @@ ValuePtr Tracer::wrap_tensor(PyObject* real, const SourcePtr& source) {
   // Symbolic sizes get their own placeholders, before the tensor's.
   SymbolicShapes::TensorInput input = shapes->tensor_input(real, source);
   guards.add_tensor(source, real, input.unchecked_sizes, input.unchecked_strides);
-  guard_wrapper_subclass(real, source);
+  guard_wrapper_subclass(real, source, input.inner);
   py::Ref<> fake = std::move(input.fake);
   check_fake_class(real, fake.get(), source);
   std::string target_name = graph.unique_name(graph::input_name_from(source->repr()));
@@ -294,14 +294,17 @@ void Tracer::pin_module_tensor(PyObject* real, const SourcePtr& source) {
   guard_wrapper_subclass(real, source);
 }
 
-void Tracer::guard_wrapper_subclass(PyObject* real, const SourcePtr& source) {
+void Tracer::guard_wrapper_subclass(PyObject* real, const SourcePtr& source,
+                                    const std::vector<SymbolicInnerTensor>& symbolic_inner) {
   // A traceable wrapper subclass (__tensor_flatten__) is compiled, by AOTAutograd and the
   // fakes, for its metadata and the layout of its inner tensors: both are guarded, each inner
   // tensor where the class keeps it.
   // torch.Tensor and nn.Parameter (every plain input and weight) are no wrapper subclasses.
   if (!guards::TensorMeta::get().dispatches(real) || !PyObject_HasAttrString((PyObject*)Py_TYPE(real), "__tensor_flatten__"))
     return;
-  guards.add(GuardLog::Kind::SubclassMetadata, source, real);
+  py::Ref<> compare = check(PyObject_CallOneArg(bridge.subclass_metadata_guard.get(), (PyObject*)Py_TYPE(real)));
+  py::Ref<> pinned = check(PyTuple_Pack(2, real, compare.get()));
+  guards.add(GuardLog::Kind::SubclassMetadata, source, pinned.get());
   guards::SubclassDispatchOff undispatched(real);
   py::Ref<> flat = check(PyObject_CallMethod(real, "__tensor_flatten__", nullptr));
   if (!PyTuple_Check(flat.get()) || PyTuple_GET_SIZE(flat.get()) != 2)
@@ -317,7 +320,11 @@ void Tracer::guard_wrapper_subclass(PyObject* real, const SourcePtr& source) {
       guards.add(GuardLog::Kind::Id, inner_source, inner.get());
       continue;
     }
-    guards.add_tensor(inner_source, inner.get(), {}, {});
+    // Sizes the trace made symbolic (a dynamic batch's local shard) are the shape guards'.
+    std::vector<int> unchecked_sizes, unchecked_strides;
+    for (const auto& symbolic : symbolic_inner)
+      if (symbolic.name == PyUnicode_AsUTF8(name)) unchecked_sizes = symbolic.unchecked_sizes, unchecked_strides = symbolic.unchecked_strides;
+    guards.add_tensor(inner_source, inner.get(), unchecked_sizes, unchecked_strides);
     guard_wrapper_subclass(inner.get(), inner_source);
   }
 }

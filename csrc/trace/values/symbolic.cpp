@@ -221,6 +221,14 @@ SymbolicShapes::TensorInput SymbolicShapes::tensor_input(PyObject* real, const g
   };
   input.unchecked_sizes = int_list(PyTuple_GET_ITEM(info, 1));
   input.unchecked_strides = int_list(PyTuple_GET_ITEM(info, 2));
+  PyObject* inner = PyTuple_GET_ITEM(info, 3);  // ((attribute, unchecked sizes, unchecked strides), ...)
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inner); ++i) {
+    PyObject* entry = PyTuple_GET_ITEM(inner, i);
+    std::string attr = py_str(PyTuple_GET_ITEM(entry, 0));
+    guards::SourcePtr inner_source = guards::attr_source(source, attr);
+    input_sources[inner_source->repr()] = inner_source;  // what the shape guards read
+    input.inner.push_back({attr, int_list(PyTuple_GET_ITEM(entry, 1)), int_list(PyTuple_GET_ITEM(entry, 2))});
+  }
   return input;
 }
 
