@@ -147,13 +147,17 @@ class FrameConverter:
         if not _capturable(code):
             _never_offer_again(code)
             return None
-        if not self._within_cache_limit(code) or not self._recompile_allowed(code):
+        owner = _module_owner(code, frame_info.f_locals)
+        if not self._within_cache_limit(code, owner) or not self._recompile_allowed(code):
             return None
         record = _compile_metrics.begin(code)
         outcome = "failed"
         try:
             result = self._convert(frame_info, record)
             outcome = record.outcome if result is not None else "eager"
+            if result is not None and owner is not None:
+                per_owner = _entries_per_owner.setdefault(code, weakref.WeakKeyDictionary())
+                per_owner[owner] = per_owner.get(owner, 0) + 1
             return result
         except BaseException as error:
             record.failure = f"{type(error).__name__}: {error}"
@@ -284,7 +288,7 @@ class FrameConverter:
         if dynamo_utils is not None and hasattr(dynamo_utils, "counters"):
             dynamo_utils.counters["graph_break"][message] += 1
 
-    def _within_cache_limit(self, code):
+    def _within_cache_limit(self, code, owner):
         global _accumulated_limit_reported
         if _compiled_entries >= config.accumulated_cache_size_limit:
             if not _accumulated_limit_reported:
@@ -293,7 +297,11 @@ class FrameConverter:
                             "(config.accumulated_cache_size_limit); frames not compiled yet run eagerly "
                             "from now on.", _compiled_entries)
             return False
-        entries = len(_frame_module().cache_entries(code))
+        # A method of a module counts the entries compiled for that module only: each pins its
+        # module by identity, so N blocks compiled one by one (torchtitan's recipe) are N
+        # entries that never compete, as torch.compile counts entries per identity-matched self.
+        entries = (_entries_per_owner.get(code, {}).get(owner, 0) if owner is not None
+                   else len(_frame_module().cache_entries(code)))
         limit = self.options.recompile_limit if self.options.recompile_limit is not None else config.cache_size_limit
         if entries < limit:
             return True
@@ -535,6 +543,16 @@ def graph_break_error(kind, message, user_stack, code):
 
 # Cache entries compiled in this process since the last reset (config.accumulated_cache_size_limit).
 _compiled_entries = 0
+# code -> {module: entries compiled while it was the frame's self} (see _within_cache_limit).
+_entries_per_owner = weakref.WeakKeyDictionary()
+
+
+def _module_owner(code, f_locals):
+    """The torch.nn.Module a method frame runs on (its first argument), or None."""
+    if code.co_argcount == 0:
+        return None
+    first = f_locals.get(code.co_varnames[0]) if hasattr(f_locals, "get") else None
+    return first if isinstance(first, torch.nn.Module) else None
 _accumulated_limit_reported = False
 
 
@@ -543,6 +561,7 @@ def reset():
     each code object has seen for automatic dynamic shapes, the count of compiled entries)."""
     global _compiled_entries, _accumulated_limit_reported
     _compiled_entries, _accumulated_limit_reported = 0, False
+    _entries_per_owner.clear()
     _C.codegen.reset_resume_cache()
     _logged_resume_codes.clear()
     _dynamic.reset()

@@ -1,7 +1,24 @@
 """Compile-and-compare helper for the tests of Python constructs inside traced code."""
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import CompileCounter, CompileCounterWithBackend, same
+
+
+class RunCounter(CompileCounterWithBackend):
+    """Counts the graphs compiled (frame_count) and how many times their compiled code ran (runs)."""
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.runs = 0
+
+    def __call__(self, gm, example_inputs):
+        compiled = super().__call__(gm, example_inputs)
+
+        def run(*args):
+            self.runs += 1
+            return compiled(*args)
+
+        return run
 
 
 def compiled_with_counter(fn):

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 import bytegraph
-from bytegraph.testing import CompileCounterWithBackend
+from tests._capture import RunCounter
 
 WIDTH = 16
 LAYERS = 4  # 3 Linear+ReLU and a last Linear: 2 Linears a stage
@@ -45,23 +45,6 @@ def _batch(step):
     return torch.randn(BATCH, WIDTH, generator=generator), torch.randn(BATCH, WIDTH, generator=generator)
 
 
-class _Counter(CompileCounterWithBackend):
-    """Counts the graphs compiled (frame_count) and how many times the compiled code ran (runs)."""
-
-    def __init__(self, backend):
-        super().__init__(backend)
-        self.runs = 0
-
-    def __call__(self, gm, example_inputs):
-        compiled = super().__call__(gm, example_inputs)
-
-        def run(*args):
-            self.runs += 1
-            return compiled(*args)
-
-        return run
-
-
 def _schedule_class(name):
     from torch.distributed import pipelining
 
@@ -70,7 +53,7 @@ def _schedule_class(name):
 
 def train(schedule_name, backend):
     """Trains this rank's stage STEPS steps; backend None: eager pipelining, else the stage is
-    bytegraph.compile'd with a CompileCounterWithBackend(backend)."""
+    bytegraph.compile'd with a RunCounter(backend)."""
     from torch.distributed.pipelining import PipelineStage
 
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -79,7 +62,7 @@ def train(schedule_name, backend):
     counter = None
     submodule = module
     if backend is not None:
-        counter = _Counter(backend)
+        counter = RunCounter(backend)
         submodule = bytegraph.compile(module, backend=counter)
     stage = PipelineStage(submodule, rank, world_size, torch.device("cpu"))
     schedule = _schedule_class(schedule_name)(stage, MICROBATCHES, loss_fn=torch.nn.functional.mse_loss)

@@ -133,33 +133,21 @@ def _plain_output_with_gradients(result):
     assert result["parameters_are_dtensors"]
 
 
+# Graphs each scenario compiles: one per block, the plans' hooks included (the input's
+# from_local, the linears on sharded weights, the redistributes and to_local, the residual
+# add); with batch sizes 4, 4, 6, 5, 7, a static graph, then one with a symbolic batch (the
+# local shards' sizes included) that 5 and 7 reuse.
+_TP_GRAPHS = {"tp_feed_forward_aot_eager": 1, "tp_feed_forward_eager": 1, "tp_attention_aot_eager": 1,
+              "tp_feed_forward_dynamic_batch": 2}
+
+
 @needs_gloo
-@pytest.mark.parametrize("scenario", ["tp_feed_forward_aot_eager", "tp_feed_forward_eager"])
-def test_tensor_parallel_feed_forward_trains_like_eager_tensor_parallelism(results, scenario):
+@pytest.mark.parametrize("scenario", list(_TP_GRAPHS))
+def test_tensor_parallel_blocks_train_like_eager_tensor_parallelism(results, scenario):
     for result in _ranks(results, scenario):
         _trains_like_eager(result)
         _plain_output_with_gradients(result)
-        # One graph for the block, hooks included: input from_local, two linears on sharded
-        # weights, the redistributes and to_local of the plans, the residual add.
-        assert result["graphs"] == 1
-
-
-@needs_gloo
-def test_tensor_parallel_training_with_a_changing_batch_size_recompiles_once(results):
-    for result in _ranks(results, "tp_feed_forward_dynamic_batch"):
-        _trains_like_eager(result)
-        _plain_output_with_gradients(result)
-        # Batch sizes 4, 4, 6, 5, 7: static at first, then one graph with a symbolic batch
-        # (the local shards' sizes included), reused by 5 and 7.
-        assert result["graphs"] == 2
-
-
-@needs_gloo
-def test_tensor_parallel_attention_trains_like_eager_tensor_parallelism(results):
-    for result in _ranks(results, "tp_attention_aot_eager"):
-        _trains_like_eager(result)
-        _plain_output_with_gradients(result)
-        assert result["graphs"] == 1
+        assert result["graphs"] == _TP_GRAPHS[scenario]
 
 
 @needs_gloo

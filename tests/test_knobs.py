@@ -279,6 +279,37 @@ def test_recompile_limit_and_its_message_say_what_to_do(caplog):
         bytegraph.compile(scale_by, recompile_limit=0)
 
 
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) + x
+
+
+def test_modules_compiled_one_by_one_each_count_their_own_entries(caplog):
+    # Each block's entry pins its block: twelve blocks are twelve entries of one code object,
+    # none of which competes with another for the per-code limit (torchtitan compiles each
+    # transformer block this way). One block recompiling still stops at the limit.
+    counter = CompileCounter()
+    blocks = [_Block() for _ in range(12)]
+    compiled = [bytegraph.compile(block, backend=counter) for block in blocks]
+    x = torch.randn(2, 4)
+    with caplog.at_level(logging.WARNING, logger="bytegraph"):
+        y, expected = x, x
+        for block, original in zip(compiled, blocks):
+            y, expected = block(y), original(expected)
+    torch.testing.assert_close(y, expected)
+    assert counter.frame_count == 12
+    assert not [r for r in caplog.records if "runs eagerly from now on" in r.getMessage()]
+    with bytegraph.config.patch(cache_size_limit=1), caplog.at_level(logging.WARNING, logger="bytegraph"):
+        batched = torch.randn(3, 2, 4)  # another rank: block 0 would need a second entry
+        torch.testing.assert_close(compiled[0](batched), blocks[0](batched))
+    assert counter.frame_count == 12
+    assert [r for r in caplog.records if "runs eagerly from now on" in r.getMessage()]
+
+
 def _add_inner(x, n):
     return x + n
 

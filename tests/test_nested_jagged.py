@@ -24,6 +24,7 @@ import torch.nn.functional as F
 import bytegraph
 from bytegraph.exc import GraphBreakError
 from bytegraph.testing import CompileCounterWithBackend
+from tests._capture import RunCounter
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")  # conftest.py
 
@@ -217,29 +218,12 @@ def test_a_new_nested_tensor_of_the_same_structure_reuses_the_graph():
     assert counter.frame_count == 1
 
 
-class _RunCounter(CompileCounterWithBackend):
-    """Counts the graphs compiled and the calls of their compiled code."""
-
-    def __init__(self, backend):
-        super().__init__(backend)
-        self.runs = 0
-
-    def __call__(self, gm, example_inputs):
-        compiled = super().__call__(gm, example_inputs)
-
-        def run(*args):
-            self.runs += 1
-            return compiled(*args)
-
-        return run
-
-
 @pytest.mark.xfail(strict=True,
                    reason=_OPAQUE + "guards its identity: each new NestedTensor recompiles the frame (which breaks "
                    "at once, no graph), so after config.cache_size_limit new objects the frame runs only what "
                    "it has compiled, none of which matches: the graph after the break no longer runs")
 def test_the_graph_after_the_break_keeps_running_past_the_cache_size_limit():
-    counter = _RunCounter("eager")
+    counter = RunCounter("eager")
     compiled = bytegraph.compile(scaled_values, backend=counter)
     calls = bytegraph.config.cache_size_limit + 4
     for seed in range(calls):
