@@ -228,18 +228,21 @@ def is_opaque_object(obj) -> bool:
 
 
 def _opaque_method_kind(method):
-    """A C method bound to an opaque object: folded on constant arguments where the object is
-    immutable (a value type: `placement.is_shard()`), or the type lists it as safe to run for
-    real (a reference type's USE_REAL members: `process_group.size()`); None otherwise."""
+    """A method bound to one of torch's opaque objects, as the type registered its members:
+    run for real at trace time where it says so (USE_REAL: `mesh.size()`, `placement.is_shard()`,
+    folded on constant arguments), else inlined where it is Python; a C method of an immutable
+    value type folds too. Other C methods of a reference type (a process group's collectives)
+    are breaks. None for any other method."""
     from torch._library import opaque_object
 
-    owner = method.__self__
-    if opaque_object.is_opaque_value_type(type(owner)):
+    cls = type(method.__self__)
+    if not opaque_object.is_opaque_type(cls):
+        return None
+    if opaque_object.get_member_type(cls, method.__name__) == opaque_object.MemberType.USE_REAL:
         return "pure_function"
-    if opaque_object.is_opaque_type(type(owner)):
-        member = opaque_object.get_member_type(type(owner), method.__name__)
-        return "pure_function" if member == opaque_object.MemberType.USE_REAL else "unknown"
-    return None
+    if isinstance(method.__func__, types.FunctionType):
+        return "user_method"
+    return "pure_function" if opaque_object.is_opaque_value_type(cls) else "unknown"
 
 
 def subclass_metadata_guard(cls):
@@ -464,9 +467,10 @@ def _classify_by_rules(obj) -> str:
     if isinstance(obj, types.FunctionType):
         return "user_function"
     if isinstance(obj, types.MethodType):
-        if isinstance(obj.__func__, types.FunctionType):
-            return "user_method"
-        return _opaque_method_kind(obj) or "unknown"
+        opaque = _opaque_method_kind(obj)
+        if opaque is not None:
+            return opaque
+        return "user_method" if isinstance(obj.__func__, types.FunctionType) else "unknown"
     if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(obj, "__self__", None)
         if owner is builtins or obj is tuple.__new__:  # namedtuple's _make calls tuple.__new__

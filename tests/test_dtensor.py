@@ -179,3 +179,17 @@ def test_a_dynamic_dtensors_spec_is_guarded_without_its_shape_and_its_local_size
     assert counter.frame_count == 1
     guards = trace(lambda x: x * 2, x).guards
     assert "L['x']: TENSOR_SUBCLASS_METADATA_MATCH" in " ".join(guards)
+
+
+def test_a_meshs_registered_members_run_for_real_and_full_tensor_and_no_grad_to_local_are_captured(mesh):
+    # DeviceMesh registers which members are safe to run at compile time (size, ndim,
+    # get_local_rank): they fold to constants, as under torch.compile.
+    def f(x):
+        with torch.no_grad():
+            local = x.to_local() + 1
+        return x.full_tensor() * x.device_mesh.size() + mesh.get_local_rank() + mesh.ndim + local
+
+    compiled, counter = _compiled(f)
+    x = _sharded(mesh, 4, 4)
+    _same(f(x), compiled(x))
+    assert counter.frame_count == 1
