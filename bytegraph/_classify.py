@@ -17,6 +17,7 @@ import typing
 import weakref
 
 import torch
+from torch._library import opaque_object
 
 
 # Every object the tracer reads is classified once here (csrc/trace/bridge.cpp maps the kind
@@ -213,18 +214,40 @@ def _opaque_kind(obj):
     constants, which is how torch.compile reads DTensor's placements (value types, compared by
     value) and device meshes and process groups (reference types, pinned by identity). Their
     value-type classes are constructors of constants (Shard(0))."""
-    from torch._library import opaque_object
-
     if isinstance(obj, type):
-        return "pure_function" if opaque_object.is_opaque_value_type(obj) else None
-    return "constant" if opaque_object.is_opaque_type(type(obj)) else None
+        return "pure_function" if _opaque_type_kind(obj) == "value" else None
+    return "constant" if _opaque_type_kind(type(obj)) is not None else None
+
+
+_OPAQUE_TYPE_KINDS = weakref.WeakKeyDictionary()  # class -> "value", "reference" or None
+_opaque_registrations = [-1]  # how many types torch had registered when the answers were cached
+
+
+def _opaque_type_kind(cls):
+    """Whether `cls` is one of torch's opaque types, and which kind; asked of most objects a
+    trace wraps, so answered once per class while no type is registered anew (torch registers
+    DeviceMesh when torch.distributed.tensor loads, maybe after a mesh was first seen)."""
+    registered = len(opaque_object._OPAQUE_TYPES)
+    if registered != _opaque_registrations[0]:
+        _OPAQUE_TYPE_KINDS.clear()
+        _opaque_registrations[0] = registered
+    try:
+        return _OPAQUE_TYPE_KINDS[cls]
+    except KeyError:
+        pass
+    except TypeError:  # a class that cannot be weakly referenced
+        return None
+
+    kind = None
+    if opaque_object.is_opaque_type(cls):
+        kind = "value" if opaque_object.is_opaque_value_type(cls) else "reference"
+    _OPAQUE_TYPE_KINDS[cls] = kind
+    return kind
 
 
 def is_opaque_object(obj) -> bool:
     """An instance of one of torch's opaque types (a placement, a device mesh)."""
-    from torch._library import opaque_object
-
-    return opaque_object.is_opaque_type(type(obj))
+    return _opaque_type_kind(type(obj)) is not None
 
 
 def _opaque_method_kind(method):
@@ -233,8 +256,6 @@ def _opaque_method_kind(method):
     folded on constant arguments), else inlined where it is Python; a C method of an immutable
     value type folds too. Other C methods of a reference type (a process group's collectives)
     are breaks. None for any other method."""
-    from torch._library import opaque_object
-
     cls = type(method.__self__)
     if not opaque_object.is_opaque_type(cls):
         return None
@@ -268,9 +289,7 @@ def _dtensor_metadata_guard(traced, now):
 def compared_by_value(obj) -> bool:
     """Whether a constant that is no Python literal is guarded by == (an opaque value type: a
     placement made anew each call equals the traced one) rather than by identity."""
-    from torch._library import opaque_object
-
-    return opaque_object.is_opaque_value_type(type(obj))
+    return _opaque_type_kind(type(obj)) == "value"
 
 
 _DEFAULT_TORCH_FUNCTION = torch.Tensor.__torch_function__.__func__
