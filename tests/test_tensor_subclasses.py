@@ -405,3 +405,37 @@ def test_a_torch_module_given_a_subclass_runs_its_forward_through_the_override(s
     torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
     assert counter.frame_count == 1
     assert "call_module" not in [node.op for node in counter.graphs[0].graph.nodes]
+
+
+class _ParamSubclass(torch.nn.Parameter):
+    pass
+
+
+def _parameters_of_subclasses():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return [_ParamSubclass(torch.randn(3, 3)),
+            torch.nn.Parameter(TwoTensor(torch.randn(3, 3), torch.randn(3, 3)))]  # a low-precision weight's shape
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("which", [0, 1], ids=["parameter_subclass", "parameter_of_a_wrapper_subclass"])
+def test_a_module_whose_weight_is_a_parameter_subclass_trains(backend, which):
+    class Layer(torch.nn.Module):
+        def __init__(self, weight):
+            super().__init__()
+            self.weight = weight
+
+        def forward(self, x):
+            return F.linear(x, self.weight).relu()
+
+    weight = _parameters_of_subclasses()[which]
+    layer, reference = Layer(weight), Layer(torch.nn.Parameter(weight.detach().clone()))
+    counter = CompileCounterWithBackend(backend)
+    x = torch.randn(2, 3)
+    out, expected = bytegraph.compile(layer, backend=counter)(x), reference(x)
+    assert type(out) is type(expected)
+    out.sum().backward()
+    expected.sum().backward()
+    torch.testing.assert_close(weight.grad, reference.weight.grad)
+    assert counter.frame_count == 1
