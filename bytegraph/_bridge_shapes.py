@@ -65,6 +65,10 @@ class _Tracked:
     unchecked_sizes: tuple = ()
     unchecked_strides: tuple = ()
     strict: tuple = ()  # dims marked with mark_dynamic
+    # A jagged tensor's ragged size and the strides it scales: nested ints on the real tensor,
+    # no number to read, standing for its offsets (the inner tensors' guards check those).
+    nested_sizes: tuple = ()
+    nested_strides: tuple = ()
 
 
 _DIM_DYNAMIC = {
@@ -102,6 +106,25 @@ def _layout_inputs(fake):
     return found
 
 
+def _marked_dynamic(tensor):
+    """The dims of `tensor` marked dynamic (mark_dynamic, maybe_mark_dynamic, or the marks a
+    NestedTensor puts on its own values), or None when none is."""
+    from bytegraph._dynamic import _marks
+
+    strict, weak, _static, _ranges, _unbacked = _marks(tensor)
+    return (strict | weak) or None
+
+
+def _nested_dims(real):
+    """The dims whose size, and those whose stride, is a nested int on `real` (a jagged
+    NestedTensor's ragged dimension): they hold no number a guard could read."""
+    if not real.is_nested:
+        return (), ()
+    sizes = tuple(dim for dim, size in enumerate(real.shape) if isinstance(size, torch.SymInt))
+    strides = tuple(dim for dim, stride in enumerate(real.stride()) if isinstance(stride, torch.SymInt))
+    return sizes, strides
+
+
 def _symbolic_context(real, name, dynamic_sizes, constraints):
     """How torch's meta converter makes the sizes of `real` symbols. A traceable wrapper subclass
     (DTensor) is faked from its inner tensors: each gets a context of its own, its sizes
@@ -110,7 +133,10 @@ def _symbolic_context(real, name, dynamic_sizes, constraints):
     tensors' own guards keep their sizes checked."""
     if not is_traceable_wrapper_subclass(real):
         return StatelessSymbolicContext(dynamic_sizes=dynamic_sizes, constraint_sizes=constraints)
-    any_dynamic = any(kind != DimDynamic.STATIC for kind in dynamic_sizes)
+    # Dynamic beyond the dims the tensor marks itself (a NestedTensor's ragged one): the policy
+    # (dynamic=True, automatic dynamic) makes the inner tensors' sizes symbols too.
+    own_marks = _marked_dynamic(real) or set()
+    any_dynamic = any(kind != DimDynamic.STATIC for dim, kind in enumerate(dynamic_sizes) if dim not in own_marks)
     inner_contexts = {}
     for attr in real.__tensor_flatten__()[0]:
         inner = getattr(real, attr)
@@ -119,7 +145,11 @@ def _symbolic_context(real, name, dynamic_sizes, constraints):
         if inner.dim() == real.dim():
             inner_sizes = list(dynamic_sizes)
         else:
-            inner_sizes = [DimDynamic.DYNAMIC if any_dynamic else DimDynamic.STATIC] * inner.dim()
+            # Marked dims (a NestedTensor's values along the ragged dimension, its sequence
+            # lengths) are symbols; the rest follow the policy.
+            marked = _marked_dynamic(inner) or set()
+            inner_sizes = [DimDynamic.DYNAMIC if any_dynamic or dim in marked else DimDynamic.STATIC
+                           for dim in range(inner.dim())]
         inner_contexts[attr] = _symbolic_context(inner, f"{name}.{attr}", inner_sizes, [None] * inner.dim())
     return SubclassSymbolicContext(dynamic_sizes=dynamic_sizes, constraint_sizes=constraints,
                                    tensor_source=SourceName(name), shape_env_to_source_to_symbol_cache={},
@@ -162,12 +192,13 @@ class Shapes:
                 fake = mode.from_tensor(real, static_shapes=False, source=SourceName(name), symbolic_context=context)
         except ConstraintViolationError as error:  # a marked size outside its mark_dynamic bounds
             raise ConstraintViolation(f"{name}: {error}") from None
+        nested_sizes, nested_strides = _nested_dims(real)
         lifted = [("size", dim, size) for dim, size in enumerate(fake.shape) if symbol_name(size) is not None]
         lifted = tuple((kind, dim, symbol_name(value), value) for kind, dim, value in lifted + _layout_inputs(fake))
         unchecked_sizes = tuple(i for i, size in enumerate(fake.shape) if isinstance(size, torch.SymInt))
         unchecked_strides = tuple(i for i, stride in enumerate(fake.stride()) if isinstance(stride, torch.SymInt))
         strict = tuple(i for i, spec in enumerate(dims) if spec.strict)
-        self.tracked.append(_Tracked(name, fake, unchecked_sizes, unchecked_strides, strict))
+        self.tracked.append(_Tracked(name, fake, unchecked_sizes, unchecked_strides, strict, nested_sizes, nested_strides))
         inner = self._track_inner(fake, name) if is_traceable_wrapper_subclass(fake) else ()
         for dim, spec in enumerate(dims):
             if spec.kind != "static" and log.isEnabledFor(logging.INFO):
@@ -271,9 +302,13 @@ class Shapes:
                 continue
             fake = tracked.value
             for dim, size in enumerate(fake.shape):
+                if dim in tracked.nested_sizes:
+                    continue
                 _track(symbol_to_source, input_equalities, (tracked.name, "size", dim), size,
                        always=dim in tracked.unchecked_sizes)
             for dim, stride in enumerate(fake.stride()):
+                if dim in tracked.nested_strides:
+                    continue
                 _track(symbol_to_source, input_equalities, (tracked.name, "stride", dim), stride,
                        always=dim in tracked.unchecked_strides)
             # The tensor guard never reads the offset; it matters where it is symbolic.

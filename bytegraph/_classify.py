@@ -447,9 +447,8 @@ def _classify_by_rules(obj) -> str:
         if _is_distributed_tensor_class(type(obj)):
             return "distributed_tensor"
         # A subclass with its own __torch_function__ is traced through it (the tracer's
-        # dispatch); a wrapper subclass overriding it as well is not modelled.
-        custom = _has_custom_torch_function(type(obj))
-        return "unknown" if custom and hasattr(type(obj), "__tensor_flatten__") else "tensor"
+        # dispatch), a wrapper subclass's (NestedTensor's) as well.
+        return "tensor"
     if obj is _DEFAULT_TORCH_FUNCTION:
         return "default_torch_function"
     if obj is torch._C.DisableTorchFunctionSubclass or obj is torch._C.DisableTorchFunction:

@@ -21,9 +21,20 @@ def _handler(cls):
 
 
 def dispatches(cls) -> bool:
-    """Whether a tensor of class `cls` takes part in __torch_function__ dispatch (a subclass
-    whose override is not disabled, as nn.Parameter's is)."""
-    return cls is not torch.Tensor and _handler(cls) is not _DISABLED
+    """Whether the tracer dispatches __torch_function__ for a tensor of class `cls`: a subclass
+    whose override is not disabled (as nn.Parameter's is). A traceable wrapper subclass
+    (`__tensor_flatten__`: NestedTensor) is an exception, as in torch.compile: its override is
+    part of the op, run on its fake while tracing and on the tensor when the graph runs, so
+    the graph holds the op as the program called it."""
+    return cls is not torch.Tensor and _handler(cls) is not _DISABLED and not hasattr(cls, "__tensor_flatten__")
+
+
+def runs_with_op(cls) -> bool:
+    """Whether a tensor of class `cls` has an override the tracer leaves to the op: a traceable
+    wrapper subclass's own __torch_function__ (NestedTensor's), which must then run, in the
+    graph as in eager, with subclass dispatch on."""
+    return (cls is not torch.Tensor and hasattr(cls, "__tensor_flatten__")
+            and _handler(cls) not in (_DISABLED, DEFAULT))
 
 
 def dispatched_callable(kind, target, first_is_tensor):

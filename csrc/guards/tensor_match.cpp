@@ -21,10 +21,17 @@ namespace {
 
 constexpr int64_t kUnchecked = -1;
 
+// A size or stride that is no int is a jagged tensor's nested int (its ragged dimension): the
+// offsets it stands for are the inner tensors' to guard, so it is left unchecked.
 std::vector<int64_t> int_tuple(PyObject* tuple) {
   std::vector<int64_t> values;
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) {
-    long long value = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+    PyObject* item = PyTuple_GET_ITEM(tuple, i);
+    if (!PyLong_Check(item)) {
+      values.push_back(kUnchecked);
+      continue;
+    }
+    long long value = PyLong_AsLongLong(item);
     if (value == -1 && PyErr_Occurred()) throw_python_error();
     values.push_back(value);
   }

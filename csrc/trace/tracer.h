@@ -125,6 +125,9 @@ class Tracer {
   // a dispatching subclass read), so the graph must run with subclass dispatch off.
   bool torch_function_subclass_enabled = true;
   bool torch_function_inlined = false;
+  // An op on a tensor whose override runs with the op (a traceable wrapper subclass's own, as
+  // NestedTensor's): the graph must run with subclass dispatch on, so no override is modelled.
+  bool override_runs_with_op = false;
   // A folded query read autocast settings (the global-state guard then compares them always).
   bool read_autocast_settings = false;
   // State the trace read or switched that the global-state guard compares only then

@@ -44,12 +44,27 @@ bool is_constant_method(const std::string& name) {
 // .placements, .redistribute): read as Python reads it, with the tensor as self, and guarded
 // where the class holds it, so patching the class recompiles. Null where the class adds
 // nothing of its own for `name` (torch.Tensor's attribute is read as for any tensor).
+// Whether `name` is one of the inner tensors a traceable wrapper subclass flattens into (a
+// NestedTensor's _values and _offsets, kept in its instance dict): read in the graph, so the
+// tensor a backend sees is the one inside the subclass it was given.
+bool is_inner_tensor(PyObject* fake, PyObject* name) {
+  if (!PyObject_HasAttrString((PyObject*)Py_TYPE(fake), "__tensor_flatten__")) return false;
+  py::Ref<> flat = check(PyObject_CallMethod(fake, "__tensor_flatten__", nullptr));
+  if (!PyTuple_Check(flat.get()) || PyTuple_GET_SIZE(flat.get()) != 2) return false;
+  int found = PySequence_Contains(PyTuple_GET_ITEM(flat.get(), 0), name);
+  if (found < 0) throw_python_error();
+  return found == 1;
+}
+
 ValuePtr subclass_attribute(Tracer& tracer, const ValuePtr& tensor, PyObject* fake, const std::string& name) {
   PyObject* type = tensor->python_type();
   PyObject* tensor_type = Bridge::get().tensor_type.get();
   if (type == tensor_type) return nullptr;
   py::Ref<> key = check(PyUnicode_FromString(name.c_str()));
   PyObject* own = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type), key.get());  // borrowed
+  if (own == nullptr && is_inner_tensor(fake, key.get()))
+    return tracer.record(graph::Op::CallFunction, py::Ref<>::newref(tracer.bridge.getattr.get()),
+                         {tensor, ConstantValue::make(std::move(key))}, {});
   if (own == nullptr || own == _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor_type), key.get())) return nullptr;
   guards::SourcePtr where = guards::class_attr_source(type, name);
   if (PyFunction_Check(own))

@@ -11,13 +11,14 @@ namespace {
 
 // What the dispatch needs from bytegraph/_torch_function.py, looked up once per process.
 struct TorchFunctionBridge {
-  py::Ref<> dispatches, dispatched_callable, leaves_unconverted, default_function, parameter_type;
+  py::Ref<> dispatches, runs_with_op, dispatched_callable, leaves_unconverted, default_function, parameter_type;
 
   static const TorchFunctionBridge& get() {
     static TorchFunctionBridge* bridge = [] {  // leaked: lives as long as the interpreter
       auto* b = new TorchFunctionBridge();
       py::Ref<> module = check(PyImport_ImportModule("bytegraph._torch_function"));
       b->dispatches = check(PyObject_GetAttrString(module.get(), "dispatches"));
+      b->runs_with_op = check(PyObject_GetAttrString(module.get(), "runs_with_op"));
       b->dispatched_callable = check(PyObject_GetAttrString(module.get(), "dispatched_callable"));
       b->leaves_unconverted = check(PyObject_GetAttrString(module.get(), "leaves_unconverted"));
       b->default_function = check(PyObject_GetAttrString(module.get(), "DEFAULT"));
@@ -58,6 +59,26 @@ PyObject* guarded_override(Tracer& tracer, PyObject* cls) {
   return function;  // alive: a classmethod's function is held by the classmethod on the class
 }
 
+// An op whose override runs with it (a NestedTensor's) needs the graph to run with subclass
+// dispatch on, which a graph holding overrides the trace modelled cannot: such a mix, or such
+// an op inside an override (dispatch off), runs eagerly.
+void keep_dispatch_on(Tracer& tracer, PyObject* cls) {
+  if (tracer.torch_function_inlined || !tracer.torch_function_subclass_enabled)
+    unsupported("unsupported_call", std::string("an op on a ") + ((PyTypeObject*)cls)->tp_name +
+                                        " (whose __torch_function__ runs with the op) in a graph that runs "
+                                        "with subclass dispatch off, beside another subclass's override");
+  tracer.override_runs_with_op = true;
+}
+
+// The trace models __torch_function__ dispatch from now on: its graph runs with subclass
+// dispatch off.
+void model_dispatch(Tracer& tracer) {
+  if (tracer.override_runs_with_op)
+    unsupported("unsupported_call", "a tensor subclass's __torch_function__ traced in a graph that also holds "
+                                    "an op whose override runs with it (a NestedTensor's)");
+  tracer.torch_function_inlined = true;
+}
+
 // Adds the class of each dispatching tensor in `value` (looking inside lists and tuples, as
 // torch's argument parser does), a subclass before any of its bases.
 void collect_overloaded(Tracer& tracer, const ValuePtr& value, std::vector<PyObject*>& types) {
@@ -72,6 +93,7 @@ void collect_overloaded(Tracer& tracer, const ValuePtr& value, std::vector<PyObj
     if (known == cls) return;
   if (!ask(TorchFunctionBridge::get().dispatches, cls)) {
     guarded_override(tracer, cls);  // that it still does not
+    if (ask(TorchFunctionBridge::get().runs_with_op, cls)) keep_dispatch_on(tracer, cls);
     return;
   }
   for (auto it = types.begin(); it != types.end(); ++it) {
@@ -179,7 +201,7 @@ void note_real_tensor(Tracer& tracer, PyObject* tensor) {
   PyObject* cls = (PyObject*)Py_TYPE(tensor);
   if (is_torch_class(cls)) return;
   guarded_override(tracer, cls);  // the trace models (or skips) dispatch for the override it has now
-  if (ask(TorchFunctionBridge::get().dispatches, cls)) tracer.torch_function_inlined = true;
+  if (ask(TorchFunctionBridge::get().dispatches, cls)) model_dispatch(tracer);
 }
 
 ValuePtr as_subclass(Tracer& tracer, const ValuePtr& tensor, const ValuePtr& cls) {
@@ -188,7 +210,7 @@ ValuePtr as_subclass(Tracer& tracer, const ValuePtr& tensor, const ValuePtr& cls
   if (value == nullptr || real == nullptr || !PyType_Check(real) || !is_subclass(real, Bridge::get().tensor_type.get()))
     unsupported("unsupported_call", "Tensor.as_subclass(" + cls->repr() + ")");
   if (real != Bridge::get().tensor_type.get() && ask(TorchFunctionBridge::get().dispatches, real))
-    tracer.torch_function_inlined = true;
+    model_dispatch(tracer);
   return retyped(*value, real);
 }
 
@@ -208,7 +230,7 @@ namespace {
 // Each override in turn (subclasses first) until one answers; `func` is what they are handed.
 ValuePtr dispatch_to_overrides(Tracer& tracer, const std::vector<PyObject*>& types, const ValuePtr& func,
                                PyObject* func_object, const Args& args, const KwArgs& kwargs) {
-  tracer.torch_function_inlined = true;
+  model_dispatch(tracer);
   ValuePtr types_tuple = types_value(tracer, types);
   for (PyObject* cls : types) {
     ValuePtr result;
@@ -257,7 +279,11 @@ class AttributeGetterValue : public Value {
 
 ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target, const Args& args,
                                  const KwArgs& kwargs) {
-  if (!tracer.torch_function_subclass_enabled) return nullptr;
+  if (!tracer.torch_function_subclass_enabled) {
+    std::vector<PyObject*> ignored;  // only to refuse an op whose override would run with it
+    for (const ValuePtr& arg : args) collect_overloaded(tracer, arg, ignored);
+    return nullptr;
+  }
   if (op != graph::Op::CallFunction && op != graph::Op::CallMethod) return nullptr;
   std::vector<PyObject*> types;
   for (const ValuePtr& arg : args) collect_overloaded(tracer, arg, types);
