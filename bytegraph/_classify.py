@@ -426,6 +426,10 @@ def _kinds_of_exact_types():
                                           torch.dtype, torch.device, torch.Size, slice, range)}
     kinds.update({list: "list", dict: "dict", tuple: "tuple", set: "set"})
     kinds.update({type({}.keys()): "dict_view", type({}.values()): "dict_view", type({}.items()): "dict_view"})
+    # Python modules (each global read through one), and the ordered dicts torch.nn keeps its
+    # hooks in (read by every torch.nn forward that checks for hooks).
+    kinds.update({types.ModuleType: "python_module", collections.OrderedDict: "object",
+                  collections.defaultdict: "object"})
     for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):
         if not _has_custom_torch_function(cls):
             kinds[cls] = "tensor"
