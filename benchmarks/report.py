@@ -137,7 +137,7 @@ def capture_section(results):
         "bytegraph: a `CompileCounter` backend, breaks and compile failures from its loggers (a frame "
         "that breaks or fails runs eagerly as a whole; its callees may still be captured as graphs of "
         "their own). torch: `torch._dynamo.explain`. Ops are call nodes; bytegraph keeps torch.nn "
-        "modules as `call_module` nodes where Dynamo inlines them, so op counts differ.",
+        "modules without submodules as `call_module` nodes where Dynamo inlines them, so op counts differ.",
         "",
         "| model | bytegraph graphs | ops | breaks | eager frames | Dynamo graphs | ops | breaks | Dynamo's first break |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",

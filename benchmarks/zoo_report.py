@@ -211,8 +211,8 @@ def table_section(results, gaps=None):
         "compiled forward's outputs; called twice with the same shapes. Both systems use a counting "
         "backend. graphs/breaks/ops: the first call; 2nd: graphs compiled again on the second call "
         "(bytegraph: + recompiles logged); eager: frames bytegraph ran eagerly; correct: outputs, "
-        "gradients and buffers equal to eager on both calls. bytegraph keeps `torch.nn` modules as "
-        "`call_module` nodes where Dynamo inlines them, so op counts differ. Re-run one model with "
+        "gradients and buffers equal to eager on both calls. bytegraph keeps `torch.nn` modules without "
+        "submodules as `call_module` nodes where Dynamo inlines them, so op counts differ. Re-run one model with "
         "`python -m benchmarks.zoo --models NAME --mode eval`; the ranked break reasons and their "
         "reproducers are in `ZOO_TRIAGE.md`.",
         "",

@@ -105,6 +105,10 @@ def _folded_queries():
     for name in ("_has_torch_function", "_has_torch_function_unary", "_has_torch_function_variadic"):
         add(getattr(torch._C, name, None), False)
     add(getattr(torch._C, "_log_api_usage_once", None), None)
+    # MultiheadAttention's fast path (_native_multi_head_attention) is skipped under make_fx,
+    # which is how AOTAutograd and inductor retrace a graph: True, as torch.compile answers,
+    # so the graph holds the decomposed attention a backend can take apart, never the fused op.
+    add(getattr(torch.nn.modules.activation, "_is_make_fx_tracing", None), True)
     return table
 
 
@@ -192,12 +196,26 @@ def _is_dynamo_graph_break(obj) -> bool:
     return obj is getattr(sys.modules["torch._dynamo"], "graph_break", None)
 
 
-def _is_leaf_module_class(cls) -> bool:
-    module = cls.__module__ or ""
-    if not module.startswith("torch.nn.modules"):
+_CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
+               torch.nn.ParameterList, torch.nn.ParameterDict)
+
+
+def _is_leaf_module(module) -> bool:
+    """A module of torch.nn's own that holds no submodule (Linear, Conv2d, LayerNorm, GELU,
+    Dropout, LSTM) is one call_module node. One that holds submodules (TransformerEncoderLayer,
+    TransformerEncoder, MultiheadAttention) has its forward inlined as a user module's is: such
+    forwards pick a fused kernel (_transformer_encoder_layer_fwd) or the decomposed ops from
+    training, grad mode and the arguments, which the trace answers and guards as eager does,
+    where a backend retracing a call_module with make_fx (AOTAutograd) always gets the slow
+    path. Asked of the instance: a leaf is pinned by identity, and either answer stays right
+    if children come or go later (the leaf runs the real module, the inlined forward guards
+    each child it reads)."""
+    cls = type(module)
+    if not (cls.__module__ or "").startswith("torch.nn.modules") or cls in _CONTAINERS:
         return False
-    return cls not in (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
-                       torch.nn.ParameterList, torch.nn.ParameterDict)
+    # Read from the instance's dict: a module whose torch.nn.Module.__init__ has not run has
+    # no _modules (classify() is asked about a bare instance before one is made in a trace).
+    return not module.__dict__.get("_modules")
 
 
 def _is_distributed_tensor_class(cls) -> bool:
@@ -408,6 +426,10 @@ def _kinds_of_exact_types():
                                           torch.dtype, torch.device, torch.Size, slice, range)}
     kinds.update({list: "list", dict: "dict", tuple: "tuple", set: "set"})
     kinds.update({type({}.keys()): "dict_view", type({}.values()): "dict_view", type({}.items()): "dict_view"})
+    # Python modules (each global read through one), and the ordered dicts torch.nn keeps its
+    # hooks in (read by every torch.nn forward that checks for hooks).
+    kinds.update({types.ModuleType: "python_module", collections.OrderedDict: "object",
+                  collections.defaultdict: "object"})
     for cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):
         if not _has_custom_torch_function(cls):
             kinds[cls] = "tensor"
@@ -467,7 +489,7 @@ def _classify_by_rules(obj) -> str:
     if type(obj) is frozenset:
         return "constant" if all(classify(item) == "constant" for item in obj) else "set"
     if isinstance(obj, torch.nn.Module):
-        return "leaf_module" if _is_leaf_module_class(type(obj)) else "module"
+        return "leaf_module" if _is_leaf_module(obj) else "module"
     if isinstance(obj, tuple) and (type(obj) is tuple or _is_named_tuple_class(type(obj))):
         return "tuple"
     if type(obj) is list:

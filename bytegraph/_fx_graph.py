@@ -8,6 +8,7 @@ import weakref
 import sympy
 import torch
 import torch.fx
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 
@@ -85,9 +86,7 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
             node.meta["tensor_dict"] = tensor_dict
         created.append(node)
     graph.output(_map_refs(tuple(outputs), _Remap(created, positions)))
-    gm = torch.fx.GraphModule(root, graph)
-    _forget_source_with(gm)
-    return gm
+    return GraphModule(root, graph)
 
 
 _WRITTEN_AS_REPR = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), torch.dtype, torch.device,
@@ -146,10 +145,39 @@ def _fill(value, values):
     return value
 
 
+class GraphModule(_LazyGraphModule):
+    """The graph a trace gives its backend. Its Python source is generated on first use (a
+    call, `.code`, `str()`), as torch.compile's graphs are: backends that retrace the graph
+    through an Interpreter (AOTAutograd, so aot_eager and inductor) never need it, and it
+    costs a fifth of a trace. Each source it generates goes with it (_forget_source_with)."""
+
+    def _real_recompile(self):
+        python_code = super()._real_recompile()
+        _forget_source_with(self)
+        return python_code
+
+
+def ready_to_run(compiled):
+    """A backend's result that is a graph module of ours, or its forward not yet generated
+    (the eager backend returns `gm.forward`), made to run the generated code directly: the
+    lazy forward would check for code and re-enter nn.Module.__call__ on every call."""
+    lazy = compiled if isinstance(compiled, _LazyGraphModule) else getattr(compiled, "__self__", None)
+    if not isinstance(lazy, _LazyGraphModule):
+        return compiled
+    if lazy is compiled:
+        _LazyGraphModule.force_recompile(lazy)
+        return compiled
+    if getattr(compiled, "__func__", None) is not _LazyGraphModule._lazy_forward:
+        return compiled
+    _LazyGraphModule.force_recompile(lazy)
+    return lazy.forward
+
+
 def _forget_source_with(gm):
     """torch.fx keeps the generated source of every GraphModule it compiles, for tracebacks, in
     a process-wide cache (and linecache) that nothing ever empties: about a kilobyte per graph,
-    forever. The graph's own entries go when the graph does."""
+    forever. The graph's own entries go when the graph does (each recompile's, when a backend
+    changes the graph and generates code again)."""
     key = type(gm).forward.__code__.co_filename
     if key.startswith("<"):  # generated code, never a real file
         weakref.finalize(gm, _forget_source, key)

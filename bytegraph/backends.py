@@ -26,7 +26,7 @@ import typing
 import torch
 import torch.fx
 
-from bytegraph import _input_aliasing, _logging, config, exc, stance
+from bytegraph import _fx_graph, _input_aliasing, _logging, config, exc, stance
 from bytegraph.eval_frame import DISABLE_MARK, frame_hook
 from bytegraph.exc import BackendCompilerFailed, InvalidBackend
 
@@ -424,6 +424,7 @@ def call_backend(backend, gm, example_inputs, graph_name=None, *, fake_mode=None
     if not callable(compiled):
         error = TypeError(f"the backend returned {type(compiled).__name__}, which is not callable")
         raise exc.raised_type(BackendCompilerFailed)(name, graph_name, error) from error
+    compiled = _fx_graph.ready_to_run(compiled)
     if compiler_fn is not eager:  # eager runs the graph's ops on the real tensors: any aliasing is right
         compiled = _input_aliasing.guarded(compiled, gm, example_inputs)
     return _checked_graph_call(compiled, expected_outputs, name, graph_name)

@@ -1,6 +1,8 @@
 """The torch bridge's classification of objects: the exact-type shortcut answers as the full
 rules do."""
 
+import collections
+
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -11,7 +13,8 @@ from bytegraph import _classify
 def _samples():
     fake = FakeTensorMode().from_tensor(torch.ones(2))
     return [1, 1.5, True, "s", b"b", 1j, None, ..., torch.float32, torch.device("cpu"), torch.Size([2]),
-            slice(1), range(3), [1], {1: 2}, (1,), torch.ones(1), torch.nn.Parameter(torch.ones(1)), fake]
+            slice(1), range(3), [1], {1: 2}, (1,), torch.ones(1), torch.nn.Parameter(torch.ones(1)), fake,
+            torch, collections.OrderedDict(a=1), collections.defaultdict(list)]
 
 
 def test_the_exact_type_shortcut_agrees_with_the_full_classification(monkeypatch):

@@ -123,3 +123,97 @@ def test_a_graphs_generated_source_goes_with_the_graph():
     gc.collect()
     assert key not in fx_graph_module._loader.eval_cache
     assert key not in linecache.cache
+
+
+def _source_generated(gm):
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    return isinstance(gm, _LazyGraphModule) and not type(gm)._needs_recompile()
+
+
+def test_a_traced_graph_generates_its_source_on_first_use_and_forgets_it_when_collected():
+    import gc
+
+    import torch.fx.graph_module as fx_graph_module
+
+    result = trace(lambda x: x * 2 + 1, torch.ones(3))
+    gm = result.graph_module
+    assert not _source_generated(gm)  # a trace does not pay for torch.fx's code generation
+    assert [n.op for n in gm.graph.nodes] == ["placeholder", "call_function", "call_function", "output"]
+    assert "def forward" in gm.code
+    assert _source_generated(gm)
+    key = type(gm).forward.__code__.co_filename
+    assert key in fx_graph_module._loader.eval_cache
+    torch.testing.assert_close(gm(torch.ones(3)), (torch.full((3,), 3.0),))
+    del result, gm
+    gc.collect()
+    assert key not in fx_graph_module._loader.eval_cache
+
+
+def test_backends_that_retrace_the_graph_never_generate_its_source():
+    import bytegraph
+    from bytegraph.testing import CompileCounterWithBackend, same
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = bytegraph.compile(lambda x: torch.relu(x * 2 + 1), backend=counter)
+    for _ in range(2):
+        x = torch.randn(4)
+        assert same(compiled(x), torch.relu(x * 2 + 1))
+    assert counter.frame_count == 1
+    assert not _source_generated(counter.graphs[0])
+    bytegraph.reset()
+
+
+def test_a_backend_returning_the_graphs_forward_runs_the_generated_code_directly(monkeypatch):
+    import bytegraph
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward  # still the lazy forward here
+
+    compiled = bytegraph.compile(lambda x: x.sin() + 1, backend=backend)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), x.sin() + 1)
+    assert _source_generated(graphs[0])
+    checks = []
+    real_recompile = _LazyGraphModule.real_recompile
+    monkeypatch.setattr(_LazyGraphModule, "real_recompile", lambda self: checks.append(self) or real_recompile(self))
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), x.sin() + 1)
+    assert checks == []  # no call goes through the lazy forward's check
+    bytegraph.reset()
+
+
+def test_a_backend_that_reads_rewrites_and_recompiles_the_graph_has_each_source_forgotten():
+    import gc
+
+    import torch.fx.graph_module as fx_graph_module
+
+    import bytegraph
+
+    keys, printed = [], []
+
+    def backend(gm, example_inputs):
+        printed.append(gm.print_readable(print_output=False))
+        assert "torch.sin" in gm.code
+        keys.append(type(gm).forward.__code__.co_filename)
+        for node in gm.graph.nodes:
+            if node.target is torch.sin:
+                node.target = torch.cos
+        gm.recompile()
+        assert "torch.cos" in str(gm)
+        keys.append(type(gm).forward.__code__.co_filename)
+        return gm
+
+    compiled = bytegraph.compile(lambda x: torch.sin(x) * 2, backend=backend)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), torch.cos(x) * 2)
+    assert "torch.sin" in printed[0]
+    assert len(set(keys)) == 2 and all(key in fx_graph_module._loader.eval_cache for key in keys)
+    bytegraph.reset()
+    del compiled
+    gc.collect()
+    assert not [key for key in keys if key in fx_graph_module._loader.eval_cache]

@@ -487,6 +487,15 @@ def test_long_reprs_are_shortened_in_listings():
     assert line.startswith("G['torch']: ID_MATCH <module 'torch'") and line.endswith("...")
 
 
+def test_a_module_is_named_by_its_class_and_address_without_running_its_repr(monkeypatch):
+    # nn.Module's repr prints every submodule: a trace describes a guard on each module it reads.
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    monkeypatch.setattr(torch.nn.Module, "__repr__", lambda self: pytest.fail("repr of a module ran"))
+    gs = g.GuardSet()
+    gs.add_id_match(L("self", 0), model)
+    assert gs.describe() == [f"L['self']: ID_MATCH <torch.nn.modules.container.Sequential at {id(model):#x}>"]
+
+
 def test_type_match_needs_a_type():
     with pytest.raises(TypeError):
         g.GuardSet().add_type_match(L("x", 0), 3)

@@ -1,4 +1,5 @@
-"""Whole models: leaf torch.nn modules become call_module nodes, user modules are inlined."""
+"""Whole models: torch.nn modules without submodules become call_module nodes; user modules
+and torch.nn modules with submodules are inlined."""
 
 import torch
 import torch.nn as nn
@@ -86,7 +87,9 @@ def test_parameters_and_buffers_read_in_a_user_forward_are_get_attr_nodes():
     assert targets(result, "call_module") == ["self_inner"]
 
 
-def test_multihead_attention_is_a_leaf_module():
+def test_multihead_attention_is_inlined_into_its_functional_form():
+    # A torch.nn module holding submodules (out_proj) is inlined: its parameters are get_attr
+    # nodes, named as attributes even where torch.nn's code reached them through _modules.
     mha = nn.MultiheadAttention(8, 2).eval()
 
     def attend(q):
@@ -94,27 +97,35 @@ def test_multihead_attention_is_a_leaf_module():
         return out
 
     result = check(attend, torch.randn(3, 1, 8))
-    assert targets(result, "call_module") == ["mha"]
+    assert targets(result, "call_module") == []
+    assert F.multi_head_attention_forward in targets(result, "call_function")
+    assert {"mha_in_proj_weight", "mha_out_proj_weight"} <= set(targets(result, "get_attr"))
 
 
 def test_transformer_encoder_layer_eval_inlines_its_forward():
-    # Traced as the root, the layer's own forward (torch.nn Python code) is interpreted;
-    # its submodules are leaves.
+    # Traced with grad enabled and parameters that require it: the slow path, whose leaves
+    # are the layer's submodules without submodules of their own.
     layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16).eval()
     result = check(layer, torch.randn(3, 1, 8))
     called = targets(result, "call_module")
-    assert called[0] == "self_self_attn"
     assert {"self_linear1", "self_linear2", "self_norm1", "self_norm2"} <= set(called)
+    assert "self_self_attn" not in called
+    assert F.multi_head_attention_forward in targets(result, "call_function")
 
 
-def test_transformer_encoder_layer_called_from_a_user_module_is_a_leaf():
-    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16).eval()
+def test_transformer_encoder_layer_called_from_a_user_module_is_inlined():
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True).eval()
 
     def encode(x):
         return layer(x) * 2
 
-    result = check(encode, torch.randn(3, 1, 8))
-    assert targets(result, "call_module") == ["layer"]
+    result = check(encode, torch.randn(1, 3, 8))
+    assert "layer" not in targets(result, "call_module")
+    assert "layer_linear1" in targets(result, "call_module")
+    with torch.no_grad():
+        fused = check(encode, torch.randn(1, 3, 8))
+    assert torch._transformer_encoder_layer_fwd in targets(fused, "call_function")
+    assert targets(fused, "call_module") == []
 
 
 def test_training_mode_dropout_is_recorded_not_run():

@@ -43,9 +43,31 @@ void Graph::truncate(size_t length) {
   while (!attrs_.empty() && attrs_.back().graph_length > length) attrs_.pop_back();
 }
 
+namespace {
+
+// torch.nn's own code reaches submodules, parameters and buffers through the module's
+// registries (named_modules() walks `_modules`): `m.__dict__['_modules']['fc']` is the
+// object `m.fc` names, and is named so, whichever read came first.
+std::string registry_items_as_attributes(const std::string& text) {
+  static const std::string registries[] = {".__dict__['_modules']['", ".__dict__['_parameters']['",
+                                           ".__dict__['_buffers']['"};
+  std::string out = text;
+  for (const std::string& registry : registries) {
+    for (size_t found; (found = out.find(registry)) != std::string::npos;) {
+      const size_t key = found + registry.size();
+      const size_t end = out.find("']", key);
+      if (end == std::string::npos) break;
+      out = out.substr(0, found) + "." + out.substr(key, end - key) + out.substr(end + 2);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string identifier_from(const std::string& text) {
   std::string out;
-  std::string body = text;
+  std::string body = registry_items_as_attributes(text);
   // Drop the root of a source name: L['x'] -> x, G['w'] -> w, closure['k'] -> k.
   for (const char* root : {"L[", "G[", "closure[", "builtins["}) {
     std::string prefix(root);

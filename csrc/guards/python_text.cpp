@@ -38,6 +38,30 @@ bool plain_and_small(PyObject* obj) {
   return true;
 }
 
+// Whether `obj` is a torch.nn.Module: asked only once torch.nn is loaded (before, nothing is
+// one), and its class looked up once. The class is held for the process, as torch.nn holds
+// it (a static Ref would release it after the interpreter is gone).
+bool is_torch_module(PyObject* obj) {
+  static PyObject* module_class = nullptr;
+  if (module_class == nullptr) {
+    py::Ref<> name = py::Ref<>::steal(PyUnicode_FromString("torch.nn"));
+    py::Ref<> nn = name ? py::Ref<>::steal(PyImport_GetModule(name.get())) : py::Ref<>();
+    py::Ref<> found = nn ? py::Ref<>::steal(PyObject_GetAttrString(nn.get(), "Module")) : py::Ref<>();
+    if (!found || !PyType_Check(found.get())) {
+      PyErr_Clear();
+      return false;
+    }
+    module_class = found.release();
+  }
+  return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(module_class));
+}
+
+std::string named_by_address(PyObject* obj, const std::string& what) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", static_cast<void*>(obj));
+  return "<" + what + " at " + address + ">";
+}
+
 }  // namespace
 
 std::string safe_repr(PyObject* obj) {
@@ -49,11 +73,10 @@ std::string safe_repr(PyObject* obj) {
 std::string short_repr(PyObject* obj) {
   // A tensor's repr prints (and so reads) its data: slow for a parameter, and a crash for
   // one whose storage was freed (FSDP's unsharded parameters between uses).
-  if (obj != nullptr && TensorMeta::get().is_tensor(obj)) {
-    char address[32];
-    std::snprintf(address, sizeof address, "%p", static_cast<void*>(obj));
-    return "<" + type_name(Py_TYPE(obj)) + " at " + address + ">";
-  }
+  if (obj != nullptr && TensorMeta::get().is_tensor(obj)) return named_by_address(obj, type_name(Py_TYPE(obj)));
+  // A module's repr prints its submodules, recursively (a whole model for L['self']), to be
+  // cut to its first line; the trace describes a guard on each module it reads.
+  if (obj != nullptr && is_torch_module(obj)) return named_by_address(obj, type_name(Py_TYPE(obj)));
   // A dict's or list's repr is each item's: a module's globals would print every tensor (and
   // run a subclass's __torch_function__ for each) to name one guard. Small ones of plain
   // numbers and strings are shown.

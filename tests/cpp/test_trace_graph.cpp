@@ -15,6 +15,10 @@ TEST(GraphIdentifier, NamesComeFromSources) {
   EXPECT_EQ(identifier_from("L['self'].layers[0]"), "self_layers_0");
   EXPECT_EQ(identifier_from("closure['k']"), "k");
   EXPECT_EQ(identifier_from("L['0']"), "_0");
+  // Submodules and parameters reached through a module's registries (named_modules()).
+  EXPECT_EQ(identifier_from("L['self'].layers[0].__dict__['_modules']['linear1']"), "self_layers_0_linear1");
+  EXPECT_EQ(identifier_from("L['self'].attn.__dict__['_modules']['out_proj'].__dict__['_parameters']['bias']"),
+            "self_attn_out_proj_bias");
 }
 
 TEST(Graph, AppendTruncateAndRootAttributes) {
