@@ -148,7 +148,7 @@ class FrameConverter:
             _never_offer_again(code)
             return None
         owner = _module_owner(code, frame_info.f_locals)
-        if not self._within_cache_limit(code, owner) or not self._recompile_allowed(code):
+        if not self._within_cache_limit(code, owner) or not self._recompile_allowed(code, owner):
             return None
         record = _compile_metrics.begin(code)
         outcome = "failed"
@@ -250,13 +250,15 @@ class FrameConverter:
         forced = stance.current().compiler_fn
         return forced if forced is not None else self.compiler_fn
 
-    def _recompile_allowed(self, code):
+    def _recompile_allowed(self, code, owner):
         """Under the eager_on_recompile and fail_on_recompile stances (or
         config.error_on_recompile), a code with entries is not compiled again (the first runs
-        eagerly, the others raise)."""
+        eagerly, the others raise). A module method's first entry for another module (the next
+        of N blocks compiled one by one) is no recompile: each pins its own module, as
+        torch.compile's identity-matched self does."""
         name = stance.current().name
         forbidden = name in ("eager_on_recompile", "fail_on_recompile") or config.error_on_recompile
-        if not forbidden or not _frame_module().cache_entries(code):
+        if not forbidden or not self._has_entries(code, owner):
             return True
         reasons = [_stack_names.readable(r, code) for r in _C.frame.current_miss_reasons() if r]
         if name != "fail_on_recompile" and name != "eager_on_recompile":
@@ -287,6 +289,12 @@ class FrameConverter:
         dynamo_utils = sys.modules.get("torch._dynamo.utils")
         if dynamo_utils is not None and hasattr(dynamo_utils, "counters"):
             dynamo_utils.counters["graph_break"][message] += 1
+
+    @staticmethod
+    def _has_entries(code, owner):
+        if owner is not None:
+            return _entries_per_owner.get(code, {}).get(owner, 0) > 0
+        return bool(_frame_module().cache_entries(code))
 
     def _within_cache_limit(self, code, owner):
         global _accumulated_limit_reported

@@ -310,6 +310,22 @@ def test_modules_compiled_one_by_one_each_count_their_own_entries(caplog):
     assert [r for r in caplog.records if "runs eagerly from now on" in r.getMessage()]
 
 
+def test_the_next_block_compiled_one_by_one_is_no_recompile():
+    # error_on_recompile and fail_on_recompile forbid compiling a frame again; the first entry
+    # of another block (its own module, pinned by identity) is a first compile, as for
+    # torch.compile's identity-matched self. Block 0 seeing another rank is a recompile.
+    counter = CompileCounter()
+    blocks = [_Block() for _ in range(3)]
+    compiled = [bytegraph.compile(block, backend=counter) for block in blocks]
+    x = torch.randn(2, 4)
+    with bytegraph.config.patch(error_on_recompile=True):
+        for block, original in zip(compiled, blocks):
+            torch.testing.assert_close(block(x), original(x))
+        assert counter.frame_count == 3
+        with pytest.raises(bytegraph.stance.RecompileError, match="would be compiled again"):
+            compiled[0](torch.randn(3, 2, 4))
+
+
 def _add_inner(x, n):
     return x + n
 
