@@ -177,11 +177,15 @@ def test_a_whole_transformer_in_eval_under_no_grad_is_one_graph():
     assert called.count(FUSED_LAYER) == 1 and called.count(ATTENTION) == 2
 
 
-def test_the_fast_path_switch_is_guarded():
+def _one_layer_encoder(backend):
+    """(model, counter, compiled, x): a one-layer encoder in eval mode compiled whole."""
     model = encoder(layers=1).eval()
-    counter = CompileCounterWithBackend("eager")
-    compiled = bytegraph.compile(model, backend=counter, fullgraph=True)
-    x = torch.randn(2, 5, 16)
+    counter = CompileCounterWithBackend(backend)
+    return model, counter, bytegraph.compile(model, backend=counter, fullgraph=True), torch.randn(2, 5, 16)
+
+
+def test_the_fast_path_switch_is_guarded():
+    model, counter, compiled, x = _one_layer_encoder("eager")
     with torch.no_grad():
         assert same(compiled(x), model(x))
         assert FUSED_LAYER in call_targets(counter.graphs[-1])
@@ -195,10 +199,7 @@ def test_the_fast_path_switch_is_guarded():
 
 
 def test_inductor_compiles_the_fused_encoder_layer():
-    model = encoder(layers=1).eval()
-    counter = CompileCounterWithBackend("inductor")
-    compiled = bytegraph.compile(model, backend=counter, fullgraph=True)
-    x = torch.randn(2, 5, 16)
+    model, counter, compiled, x = _one_layer_encoder("inductor")
     with torch.no_grad():
         assert same(compiled(x), model(x), atol=1e-4, rtol=1e-3)
     assert FUSED_LAYER in call_targets(counter.graphs[-1])

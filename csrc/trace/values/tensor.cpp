@@ -40,10 +40,6 @@ bool is_constant_method(const std::string& name) {
   return found == 1;
 }
 
-// An attribute a tensor subclass defines in Python over torch.Tensor's (DTensor.to_local,
-// .placements, .redistribute): read as Python reads it, with the tensor as self, and guarded
-// where the class holds it, so patching the class recompiles. Null where the class adds
-// nothing of its own for `name` (torch.Tensor's attribute is read as for any tensor).
 // Whether `name` is one of the inner tensors a traceable wrapper subclass flattens into (a
 // NestedTensor's _values and _offsets, kept in its instance dict): read in the graph, so the
 // tensor a backend sees is the one inside the subclass it was given.
@@ -56,6 +52,10 @@ bool is_inner_tensor(PyObject* fake, PyObject* name) {
   return found == 1;
 }
 
+// An attribute a tensor subclass defines in Python over torch.Tensor's (DTensor.to_local,
+// .placements, .redistribute): read as Python reads it, with the tensor as self, and guarded
+// where the class holds it, so patching the class recompiles. Null where the class adds
+// nothing of its own for `name` (torch.Tensor's attribute is read as for any tensor).
 ValuePtr subclass_attribute(Tracer& tracer, const ValuePtr& tensor, PyObject* fake, const std::string& name) {
   PyObject* type = tensor->python_type();
   PyObject* tensor_type = Bridge::get().tensor_type.get();

@@ -66,7 +66,8 @@ void keep_dispatch_on(Tracer& tracer, PyObject* cls) {
   if (tracer.torch_function_inlined || !tracer.torch_function_subclass_enabled)
     unsupported("unsupported_call", std::string("an op on a ") + ((PyTypeObject*)cls)->tp_name +
                                         " (whose __torch_function__ runs with the op) in a graph that runs "
-                                        "with subclass dispatch off, beside another subclass's override");
+                                        "with subclass dispatch off (another subclass's override traced, or "
+                                        "a DisableTorchFunctionSubclass block)");
   tracer.override_runs_with_op = true;
 }
 
@@ -282,6 +283,7 @@ ValuePtr dispatch_torch_function(Tracer& tracer, graph::Op op, PyObject* target,
   if (!tracer.torch_function_subclass_enabled) {
     std::vector<PyObject*> ignored;  // only to refuse an op whose override would run with it
     for (const ValuePtr& arg : args) collect_overloaded(tracer, arg, ignored);
+    for (const auto& [name, value] : kwargs) collect_overloaded(tracer, value, ignored);
     return nullptr;
   }
   if (op != graph::Op::CallFunction && op != graph::Op::CallMethod) return nullptr;
