@@ -26,7 +26,7 @@ import weakref
 import torch
 
 from bytegraph import (_compile_metrics, _distributed, _dynamic, _graph_failure, _logging, _readable_code,
-                       _stack_names, _structured_trace, _torch_function, backends, config, stance)
+                       _stack_names, _structured_trace, _torch_function, _warm_start, backends, config, stance)
 from bytegraph._shape_spec import ConstraintViolation
 from bytegraph._extension import _C
 from bytegraph.eval_frame import frame_hook, is_skipped_code
@@ -171,6 +171,11 @@ class FrameConverter:
         grad_enabled_at_entry = torch.is_grad_enabled()  # guarded; what a fallback restarts with
         misses = _report_recompile(code, self.options.guard_fail_fn)
         record.recompile_reasons = misses
+        record_key = self._warm_start_key(code)
+        if record_key is not None:
+            installed = self._from_record(record_key, frame_info, record)
+            if installed is not None:
+                return installed
         shapes = _dynamic.ShapePolicy(self.options.dynamic, _dynamic.frame_shapes(code))
         try:
             with record.phase("tracing"), _structured_trace.recording_steps(record):
@@ -222,8 +227,8 @@ class FrameConverter:
             record.add_graph(graph_name, gm, pieces=_distributed.piece_count(backend))
         with record.phase("guards"):
             _add_shape_guards(result, code)
+        on_failure = None
         with record.phase("codegen"):
-            on_failure = None
             if graph_name is not None:
                 compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name,
                                                                          grad_enabled_at_entry)
@@ -241,10 +246,53 @@ class FrameConverter:
             _call_user_hook(self.options.guard_export_fn, guard_lines)
         with record.phase("guards"):
             guards = result.build_guards()
-        record.captured(new_code, guard_lines, "captured" if info is None else "split", plan.resume_codes)
+        outcome = "captured" if info is None else "split"
+        record.captured(new_code, guard_lines, outcome, plan.resume_codes)
+        if record_key is not None and (graph_name is None or backend is self._compiler()):
+            _warm_start.save(record_key, code, result, new_code, compiled, on_failure,
+                             gm if graph_name is not None else None, outcome)
         global _compiled_entries
         _compiled_entries += 1
         return new_code, guards, (compiled, gm, graph_name, plan.resume_codes)
+
+    def _warm_start_key(self, code):
+        """The warm-start record's key for `code`, or None where entries are not recorded:
+        warm starts off, or a backend given as a callable (or forced by a stance), which
+        another process cannot find by name."""
+        if not _warm_start.enabled() or not isinstance(getattr(self, "backend_key", None), tuple):
+            return None
+        if stance.current().compiler_fn is not None or _distributed.active_ddp_module() is not None:
+            return None
+        return _warm_start.frame_key(code, self.backend_key, self.options)
+
+    def _from_record(self, key, frame_info, record):
+        """An entry installed from `code`'s warm-start record without tracing, or None."""
+        global _compiled_entries
+        code = frame_info.f_code
+        with record.phase("guards"):
+            found = _warm_start.load(key, code, frame_info, argument_slots(code, frame_info.f_locals))
+        if found is None:
+            return None
+        tree, (gm, inputs, recorded_code, outcome), guard_lines = found
+        compiled = on_failure = graph_name = None
+        if gm is not None:
+            self.compile_count += 1
+            graph_name = f"__compiled_fn_{next(_graph_ids)}"
+            with record.phase("backend"):
+                compiled = backends.call_backend(self._compiler(), gm, inputs, graph_name)
+            record.add_graph(graph_name, gm)
+            compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name,
+                                                                     torch.is_grad_enabled())
+            _readable_code.name_constant(compiled, graph_name)
+        new_code = _warm_start.finish(recorded_code, compiled, on_failure)
+        if new_code is None:
+            return None
+        _frame_module().mark_own_code(new_code)
+        resume_codes = [const for const in new_code.co_consts if isinstance(const, types.CodeType)]
+        _log_bytecode(code, new_code, f"{outcome}, from the warm-start record")
+        record.captured(new_code, guard_lines, outcome, resume_codes)
+        _compiled_entries += 1
+        return new_code, tree, (compiled, gm, graph_name, resume_codes)
 
     def _compiler(self):
         forced = stance.current().compiler_fn
@@ -573,3 +621,4 @@ def reset():
     _C.codegen.reset_resume_cache()
     _logged_resume_codes.clear()
     _dynamic.reset()
+    _warm_start.reset()

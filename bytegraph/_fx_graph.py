@@ -69,7 +69,7 @@ def build_graph_module(nodes: list, attrs: dict, outputs: tuple, positions: list
         fx_nodes = _Remap(created, positions)
         args = _map_refs(args, fx_nodes)
         kwargs = _map_refs(kwargs, fx_nodes)
-        if op == "call_function" and not _writable((args, kwargs)):
+        if op == "call_function" and not writable((args, kwargs)):
             target, args, kwargs = _with_constants(target, args, kwargs)
         node = graph.create_node(op, target, args, kwargs, name=name or None)
         if local_name:
@@ -94,7 +94,7 @@ _WRITTEN_AS_REPR = (type(None), bool, int, float, complex, str, bytes, type(Elli
                     torch._ops.OpOverload, torch._ops.HigherOrderOperator) + _SYMBOLIC
 
 
-def _writable(value) -> bool:
+def writable(value) -> bool:
     """Whether FX's generated code can write `value` as an argument: literals, torch's constants,
     nodes, and torch's opaque value types (a placement writes itself as Shard(dim=0))."""
     from torch._library.opaque_object import is_opaque_value_type
@@ -102,11 +102,11 @@ def _writable(value) -> bool:
     if isinstance(value, _WRITTEN_AS_REPR):
         return True
     if isinstance(value, (tuple, list)):
-        return all(_writable(item) for item in value)
+        return all(writable(item) for item in value)
     if isinstance(value, dict):
-        return all(_writable(key) and _writable(item) for key, item in value.items())
+        return all(writable(key) and writable(item) for key, item in value.items())
     if isinstance(value, slice):
-        return _writable((value.start, value.stop, value.step))
+        return writable((value.start, value.stop, value.step))
     return is_opaque_value_type(type(value))
 
 

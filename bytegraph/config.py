@@ -36,6 +36,8 @@ _SETTINGS = {
                                        "from the first compile, as with dynamic=True, unless dynamic=False)"),
     "verify_correctness": (False, "run each compiled call's original eagerly on copies of its arguments "
                                   "and raise CorrectnessError when results, exceptions or mutations differ"),
+    "warm_start_dir": ("", "a directory where each compiled frame's entry is recorded, so that another process "
+                           "running the same program installs it without tracing (\"\": off)"),
     "optimize_ddp": (True, "under DistributedDataParallel, split each graph at the gradient buckets' "
                            "boundaries (torch's DDPOptimizer) so each bucket's all-reduce overlaps the "
                            "rest of the backward"),

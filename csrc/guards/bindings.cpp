@@ -30,26 +30,6 @@ using guards::SourcePtr;
 
 PyObject* unbound_marker = nullptr;  // borrowed: kept alive by the module attribute UNBOUND
 
-const char* kind_name(Source::Kind kind) {
-  switch (kind) {
-    case Source::Kind::Local: return "local";
-    case Source::Kind::Global: return "global";
-    case Source::Kind::Builtin: return "builtin";
-    case Source::Kind::Closure: return "closure";
-    case Source::Kind::Attr: return "attr";
-    case Source::Kind::Item: return "item";
-    case Source::Kind::StoredItem: return "stored_item";
-    case Source::Kind::ViewedDict: return "viewed_dict";
-    case Source::Kind::Type: return "type";
-    case Source::Kind::Held: return "held";
-    case Source::Kind::Globals: return "globals";
-    case Source::Kind::InstanceDict: return "instance_dict";
-    case Source::Kind::Stride: return "stride";
-    case Source::Kind::StorageOffset: return "storage_offset";
-  }
-  return "?";
-}
-
 void require_non_negative(int value, const char* what) {
   if (value < 0) throw PythonError::make(PyExc_ValueError, std::string(what) + " must be >= 0");
 }
@@ -92,7 +72,7 @@ void bind_sources(nb::module_& m) {
   nb::class_<PySource>(m, "Source", "Where a guarded value comes from (immutable).")
       .def("__repr__", [](const PySource& s) { return s.source->repr(); })
       .def("__str__", [](const PySource& s) { return s.source->repr(); })
-      .def_prop_ro("kind", [](const PySource& s) { return kind_name(s.source->kind); })
+      .def_prop_ro("kind", [](const PySource& s) { return guards::source_kind_name(s.source->kind); })
       .def_prop_ro("name", [](const PySource& s) { return s.source->name; })
       .def_prop_ro("index", [](const PySource& s) { return s.source->index; })
       .def_prop_ro("base",
@@ -107,7 +87,11 @@ void bind_sources(nb::module_& m) {
         if (PyObject_Hash(key.ptr()) == -1) throw_python_error();
         return PySource{guards::item_source(s.source, py::Ref<>::newref(key.ptr()))};
       }, nb::arg("key").none())
-      .def("type", [](const PySource& s) { return PySource{guards::type_source(s.source)}; });
+      .def("type", [](const PySource& s) { return PySource{guards::type_source(s.source)}; })
+      .def("spec", [](const PySource& s) { return nb::steal(guards::source_spec(s.source).release()); },
+           "The source as a plain tuple (kind, name, index, key, base spec or None).");
+  m.def("source_from_spec", [](nb::handle spec) { return PySource{guards::source_from_spec(spec.ptr())}; },
+        nb::arg("spec"), "The source a spec() tuple describes.");
 
   m.def("local", [](std::string name, int slot) {
     require_non_negative(slot, "slot");
@@ -181,6 +165,39 @@ void bind_guard_set(nb::module_& m) {
            [](GuardSet& g, nb::handle guard, std::string text) { g.add_shape_guard(guard.ptr(), text); },
            nb::arg("guard"), nb::arg("text"),
            "A shape guard: an expression tuple over slots (see csrc/guards/shape_guard.h).")
+      .def("add_size_match", [](GuardSet& g, const PySource& s, Py_ssize_t length) { g.add_size_match(s.source, length); })
+      .def("add_set_match",
+           [](GuardSet& g, const PySource& s, nb::handle type, nb::handle members) {
+             if (!PyType_Check(type.ptr())) throw PythonError::make(PyExc_TypeError, "expected a type");
+             py::Ref<> tuple = check(PySequence_Tuple(members.ptr()));
+             g.add_set_match(s.source, type.ptr(), tuple.get());
+           })
+      .def("add_dict_lacks_key",
+           [](GuardSet& g, const PySource& s, nb::handle key) { g.add_dict_lacks_key(s.source, key.ptr()); })
+      .def("add_lacks_attr", [](GuardSet& g, const PySource& s, nb::handle name) {
+        if (!PyUnicode_Check(name.ptr())) throw PythonError::make(PyExc_TypeError, "an attribute name is a str");
+        g.add_lacks_attr(s.source, name.ptr());
+      })
+      .def("add_same_object",
+           [](GuardSet& g, const PySource& first, const PySource& second) { g.add_same_object(first.source, second.source); },
+           nb::arg("first"), nb::arg("second"), "`second` is the same object as `first`.")
+      .def("add_distinct_objects",
+           [](GuardSet& g, const std::vector<PySource>& sources) {
+             std::vector<SourcePtr> list;
+             for (const auto& s : sources) list.push_back(s.source);
+             g.add_distinct_objects(list);
+           },
+           nb::arg("sources"))
+      .def("add_global_state_now",
+           [](GuardSet& g, bool autocast_details, bool no_handled_exception, unsigned traced_states) {
+             guards::GlobalStateSnapshot snapshot = guards::GlobalStateSnapshot::now();
+             if (autocast_details) snapshot.compare_autocast_settings();
+             snapshot.no_handled_exception = no_handled_exception;
+             snapshot.compared_traced_states = traced_states;
+             g.add_global_state_match(std::move(snapshot));
+           },
+           nb::arg("autocast_details"), nb::arg("no_handled_exception"), nb::arg("traced_states"),
+           "GLOBAL_STATE as it is now, comparing what a trace compared (TraceResult.global_state_flags).")
       .def("describe", &GuardSet::describe)
       .def("__len__", &GuardSet::size)
       .def("build", [](const GuardSet& g) { return PyGuardTree{g.build()}; });

@@ -76,6 +76,13 @@ SourcePtr instance_dict_of(SourcePtr base);
 SourcePtr stride_source(SourcePtr tensor, int dim);
 SourcePtr storage_offset_source(SourcePtr tensor);
 
+// The source as a plain tuple, (kind, name, index, key, base spec or None), and back: how a
+// warm-start record stores the sources of its guards (source_spec.cpp). A held class is
+// named again with its address in this process.
+const char* source_kind_name(Source::Kind kind);
+py::Ref<> source_spec(const SourcePtr& source);
+SourcePtr source_from_spec(PyObject* spec);
+
 // Visits the key of `source` and of its bases, as far as the holder of `source` is the only
 // owner of each (python/gc.h).
 void traverse_source(const SourcePtr& source, py::Visitor& visit);

@@ -94,6 +94,8 @@ void traverse_result(const trace::TraceResult& result, py::Visitor& visit) {
   for (const auto& effect : result.side_effects) codegen::traverse(effect, visit);
   for (const auto& source : result.input_sources) guards::traverse_source(source, visit);
   if (py::sole_owner(result.guard_set)) result.guard_set->traverse(visit);
+  result.guard_log.traverse(visit);
+  for (const auto& source : result.distinct_sources) guards::traverse_source(source, visit);
   if (const auto& state = result.break_state) {
     for (const auto& plan : state->stack) codegen::traverse(plan, visit);
     for (const auto& [name, plan] : state->locals) codegen::traverse(plan, visit);
@@ -134,6 +136,31 @@ void bind_trace(nb::module_& m) {
                      return sources;
                    },
                    "The graph's inputs as guards.Source handles, in placeholder order")
+      .def_prop_ro("guard_journal",
+                   [](const trace::TraceResult& r) {
+                     nb::list journal;
+                     for (const auto& e : r.guard_log.entries()) {
+                       nb::object other = e.other ? nb::cast(PySource{e.other}) : nb::none();
+                       nb::object object = e.object ? nb::borrow(e.object.get()) : nb::none();
+                       journal.append(nb::make_tuple(trace::GuardLog::kind_name(e.kind), PySource{e.source}, object,
+                                                     e.length, other, e.unchecked_sizes, e.unchecked_strides));
+                     }
+                     return journal;
+                   },
+                   "The guards as the trace logged them, in order: (kind, source, object, length, other "
+                   "source, unchecked sizes, unchecked strides); the distinct tensor inputs and the "
+                   "global state are in distinct_sources and global_state_flags.")
+      .def_prop_ro("distinct_sources",
+                   [](const trace::TraceResult& r) {
+                     nb::list sources;
+                     for (const auto& source : r.distinct_sources) sources.append(nb::cast(PySource{source}));
+                     return sources;
+                   })
+      .def_prop_ro("global_state_flags",
+                   [](const trace::TraceResult& r) {
+                     return nb::make_tuple(r.compares_autocast_details, r.compares_no_handled_exception,
+                                           r.compared_traced_states);
+                   })
       .def("build_guards", [](const trace::TraceResult& r) { return PyGuardTree{guard_set_of(r).build()}; },
            "A new guard tree for everything the trace relied on.")
       .def("add_shape_guards", [](trace::TraceResult& r) { trace::add_shape_guards(r); },

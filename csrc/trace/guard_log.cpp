@@ -63,6 +63,34 @@ void GuardLog::apply(guards::GuardSet& set) const {
   }
 }
 
+const char* GuardLog::kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::Type: return "type";
+    case Kind::Id: return "id";
+    case Kind::Equals: return "equals";
+    case Kind::Value: return "value";
+    case Kind::Tensor: return "tensor";
+    case Kind::Length: return "length";
+    case Kind::DictKeys: return "dict_keys";
+    case Kind::SetItems: return "set_items";
+    case Kind::None: return "none";
+    case Kind::SameObject: return "same_object";
+    case Kind::LacksKey: return "lacks_key";
+    case Kind::LacksAttr: return "lacks_attr";
+    case Kind::Size: return "size";
+    case Kind::SubclassMetadata: return "subclass_metadata";
+  }
+  return "?";
+}
+
+void GuardLog::traverse(py::Visitor& visit) const {
+  for (const auto& e : entries_) {
+    visit(e.object);
+    guards::traverse_source(e.source, visit);
+    if (e.other) guards::traverse_source(e.other, visit);
+  }
+}
+
 std::vector<std::string> GuardLog::describe() const {
   std::vector<std::string> lines;
   for (const auto& e : entries_) {

@@ -34,7 +34,6 @@ class GuardLog {
   // One readable line per guard: "L['x'] TENSOR_MATCH", for tests and logs.
   std::vector<std::string> describe() const;
 
- private:
   struct Entry {
     Kind kind;
     guards::SourcePtr source;
@@ -44,6 +43,12 @@ class GuardLog {
     guards::SourcePtr other;  // SameObject: the first source
     std::vector<int> unchecked_sizes, unchecked_strides;  // Tensor: left to the shape guards
   };
+  const std::vector<Entry>& entries() const { return entries_; }
+  static const char* kind_name(Kind kind);
+  // Visits the objects and source keys the log holds (python/gc.h).
+  void traverse(py::Visitor& visit) const;
+
+ private:
   std::vector<Entry> entries_;
   std::unordered_set<std::string> keys_;
 };

@@ -206,6 +206,10 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
   if (tracer.read_autocast_settings) global_state.compare_autocast_settings();
   if (tracer.read_no_handled_exception) global_state.no_handled_exception = true;
   global_state.compared_traced_states |= tracer.read_traced_states;
+  trace_result.distinct_sources = std::move(tensor_sources);
+  trace_result.compares_autocast_details = global_state.autocast_details;
+  trace_result.compares_no_handled_exception = global_state.no_handled_exception;
+  trace_result.compared_traced_states = global_state.compared_traced_states;
   trace_result.guard_set->add_global_state_match(std::move(global_state));
   trace_result.guards = trace_result.guard_set->describe();
   if (tracer.shapes->active()) {
@@ -219,6 +223,7 @@ TraceResult trace_frame(PyObject* function, PyObject* const* arguments, int coun
     for (auto& line : tracer.shapes->guard_preview()) guards.push_back(std::move(line));
     tracer.events->end_trace(trace_result.graph_module.get(), guards);
   }
+  trace_result.guard_log = std::move(tracer.guards);
   return trace_result;
 }
 

@@ -37,6 +37,15 @@ struct TraceResult {
   std::shared_ptr<CodeInfo> code;
   std::shared_ptr<guards::GuardSet> guard_set;
   std::vector<std::string> guards;  // guard_set->describe()
+  // What guard_set was built from, kept for a warm-start record: the trace's guard log, the
+  // tensor inputs the graph treats as distinct, and what the global-state guard compares
+  // beyond its defaults (GlobalStateSnapshot's autocast details, no handled exception, the
+  // traced states' bits).
+  GuardLog guard_log;
+  std::vector<guards::SourcePtr> distinct_sources;
+  bool compares_autocast_details = false;
+  bool compares_no_handled_exception = false;
+  unsigned compared_traced_states = 0;
   // Set when tracing stopped early: the graph then holds everything before the breaking
   // instruction, and its outputs are the tensors live on the stack and in locals there.
   std::optional<BreakInfo> graph_break;

@@ -1,0 +1,670 @@
+"""Warm start: each compiled frame's entry written to disk, so that another process running
+the same program installs it without tracing the frame again.
+
+With `config.warm_start_dir` set (BYTEGRAPH_WARM_START_DIR), every cache entry a frame gets is
+also written to a record file named by a key over everything the entry was made from: the
+code object's content, the Python, torch and bytegraph builds, the backend and its settings,
+the capture options and the settings that change a trace. A record holds, per entry:
+
+- the guards as the trace logged them, each value replaced by a portable form: constants as
+  they are; modules, classes and functions by where they are imported from (a function with
+  its code's digest, so an edited helper is not taken for the old one); a tensor by its
+  metadata; an nn.Module or tensor whose identity the entry pins by its type and by which of
+  the other pinned objects it is (rebound to this process's object at the same place);
+- the graph, node by node, with the module attributes it calls bound by those places;
+- the generated code, marshalled, with the compiled graph and its failure handler left as
+  slots to fill.
+
+On a miss of a code object, the records written for it are tried first: each guard is made
+again from the values this frame has (a pinned object must be at the same place with the same
+type and the same identity relations, a tensor must have the recorded metadata, the global
+state must read as recorded), the tree built from them must pass on the frame, and then the
+graph goes to the backend (inductor finds its own cache) and the code is filled in. Anything
+that differs, fails to load or to check makes the frame trace as usual, never a wrong entry;
+a record file that does not read back is reported and replaced.
+
+Not written (the frame is traced in every process): entries with symbolic shapes, with a
+tensor subclass's flatten metadata or an inlined __torch_function__, graphs holding values
+other than modules and tensors the guards pin (constants made in the frame), a backend given
+as a callable rather than a name, or generated code holding other objects.
+"""
+
+import dataclasses
+import enum
+import hashlib
+import logging
+import marshal
+import operator
+import os
+import pickle
+import sys
+import tempfile
+import types
+
+import torch
+
+from bytegraph import _fx_graph, _graph_failure, _readable_code, backends, config
+from bytegraph._extension import _C
+
+log = logging.getLogger("bytegraph.warm_start")
+
+_FORMAT = 1
+_MAGIC = b"bytegraph-warm-start\n"
+_GRAPH_SLOT = "\x00bytegraph warm start: compiled graph"
+_FAILURE_SLOT = "\x00bytegraph warm start: failure handler"
+# Settings whose value changes what a trace produces (the others change how calls run).
+_TRACE_SETTINGS = ("capture_scalar_outputs", "automatic_dynamic_shapes", "automatic_dynamic_shapes_mark_as",
+                   "force_parameter_static_shapes", "assume_static_by_default", "optimize_ddp")
+_CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), torch.dtype, torch.device,
+                   torch.layout, torch.memory_format)
+
+
+@dataclasses.dataclass
+class Stats:
+    """What warm starts did in this process (tests and benchmarks read it)."""
+
+    written: int = 0      # entries written to a record
+    not_written: int = 0  # entries that could not be recorded (see the debug log for why)
+    loaded: int = 0       # entries installed from a record without tracing
+    rejected: int = 0     # recorded entries that did not apply to a frame
+    corrupted: int = 0    # record files that did not read back
+
+
+stats = Stats()
+
+
+class NotPortable(Exception):
+    """This entry depends on something another process cannot find again."""
+
+
+def enabled():
+    return bool(config.warm_start_dir)
+
+
+# --- keys ---------------------------------------------------------------------------------
+
+
+def code_digest(code):
+    """A digest of what a code object does: its bytecode, constants (nested code included),
+    names, flags, location and line table; the same in every process for the same source."""
+    digest = hashlib.sha256()
+    _digest_code(code, digest)
+    return digest.hexdigest()
+
+
+def _digest_code(code, digest):
+    for part in (code.co_code, code.co_linetable, code.co_exceptiontable):
+        digest.update(len(part).to_bytes(8, "little") + part)
+    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_flags,
+                        code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_filename,
+                        code.co_qualname, code.co_firstlineno)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _digest_code(const, digest)
+        else:
+            digest.update(_stable_repr(const).encode() + b"\x00")
+
+
+def _stable_repr(value):
+    """repr, except that a frozenset's order (string hashing is randomised per process) is fixed."""
+    if isinstance(value, frozenset):
+        return "frozenset({" + ", ".join(sorted(_stable_repr(item) for item in value)) + "})"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_stable_repr(item) for item in value) + ",)"
+    return repr(value)
+
+
+_build_id = None
+
+
+def _bytegraph_build():
+    """The extension's content digest: a rebuilt core never reads another build's records."""
+    global _build_id
+    if _build_id is None:
+        digest = hashlib.sha256()
+        with open(_C.__file__, "rb") as binary:
+            for block in iter(lambda: binary.read(1 << 20), b""):
+                digest.update(block)
+        _build_id = digest.hexdigest()
+    return _build_id
+
+
+def frame_key(code, backend_key, options):
+    """The record file's name for `code` compiled with that backend and those options."""
+    parts = (
+        _FORMAT, sys.version, torch.__version__, getattr(torch.version, "git_version", ""), _bytegraph_build(),
+        code_digest(code), repr(backend_key), repr((options.fullgraph, options.dynamic)),
+        repr([(name, getattr(config, name)) for name in _TRACE_SETTINGS]),
+    )
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _record_path(key):
+    return os.path.join(config.warm_start_dir, key[:2], key + ".record")
+
+
+# --- portable values ----------------------------------------------------------------------
+
+
+class _Pinned:
+    """An object the entry pins by identity that is rebound by place: an nn.Module or a tensor
+    (parameter, buffer) of this process found where the recorded one was."""
+
+    def __init__(self, type_, group):
+        self.type = type_
+        self.group = group
+
+
+class _Module:
+    def __init__(self, name):
+        self.name = name
+
+
+class _ModuleDict:
+    def __init__(self, name):
+        self.name = name
+
+
+class _Function:
+    def __init__(self, function, digest):
+        self.function = function
+        self.digest = digest
+
+
+class _NodeRef:
+    def __init__(self, name):
+        self.name = name
+
+
+class _Writer:
+    """Turns this process's values into portable ones (raising NotPortable)."""
+
+    def __init__(self):
+        self.pinned = {}  # id(obj) -> (_Pinned, obj)
+
+    def constant(self, value):
+        if isinstance(value, _CONSTANT_TYPES):
+            return value
+        if isinstance(value, (tuple, list, frozenset)) and type(value) in (tuple, list, frozenset):
+            return type(value)(self.constant(item) for item in value)
+        if type(value) is slice:
+            return slice(self.constant(value.start), self.constant(value.stop), self.constant(value.step))
+        if isinstance(value, torch.Size):
+            return value
+        raise NotPortable(f"a value of type {type(value).__name__}")
+
+    def named(self, obj):
+        """A module, class or function, by where it is imported from."""
+        if isinstance(obj, types.ModuleType):
+            if sys.modules.get(obj.__name__) is not obj:
+                raise NotPortable(f"module {obj.__name__} outside sys.modules")
+            return _Module(obj.__name__)
+        if isinstance(obj, dict):
+            name = obj.get("__name__")
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            if module is None or getattr(module, "__dict__", None) is not obj:
+                raise NotPortable("a dict that is no module's globals")
+            return _ModuleDict(name)
+        try:
+            same = pickle.loads(pickle.dumps(obj)) is obj
+        except Exception:
+            same = False
+        if not same:
+            raise NotPortable(f"{_short(obj)} cannot be found again by name")
+        if isinstance(obj, types.FunctionType):
+            return _Function(obj, code_digest(obj.__code__))
+        return obj
+
+    def value(self, obj):
+        """An object an ID_MATCH pins: by name, or rebound by place (modules, tensors)."""
+        if isinstance(obj, (torch.nn.Module, torch.Tensor)):
+            entry = self.pinned.get(id(obj))
+            if entry is None:
+                entry = self.pinned[id(obj)] = (_Pinned(self.named(type(obj)), len(self.pinned)), obj)
+            return entry[0]
+        if isinstance(obj, _CONSTANT_TYPES):
+            return obj
+        return self.named(obj)
+
+    def source(self, source):
+        return self._spec(source.spec())
+
+    def _spec(self, spec):
+        kind, name, index, key, base = spec
+        if kind in ("stride", "storage_offset", "viewed_dict"):
+            raise NotPortable(f"a {kind} source")
+        if kind == "held":
+            key = self.named(key)
+        elif kind in ("item", "stored_item"):
+            key = self.constant(key)
+        return (kind, name, index, key, None if base is None else self._spec(base))
+
+
+def _short(obj):
+    text = repr(obj)
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def _tensor_metadata(tensor):
+    return (type(tensor), tensor.dtype, tensor.device, tuple(tensor.shape), tuple(tensor.stride()),
+            tensor.requires_grad, str(torch._C._dispatch_keys(tensor)), tensor.is_leaf)
+
+
+def _portable_guards(result, writer):
+    """The trace's guard log in portable form."""
+    guards = []
+    for kind, source, obj, length, other, unchecked_sizes, unchecked_strides in result.guard_journal:
+        spec = writer.source(source)
+        if kind == "type":
+            payload = writer.named(obj)
+        elif kind == "id":
+            payload = writer.value(obj)
+        elif kind in ("equals", "value", "dict_keys", "lacks_key", "lacks_attr"):
+            payload = writer.constant(obj)
+        elif kind == "tensor":
+            if unchecked_sizes or unchecked_strides:
+                raise NotPortable("symbolic sizes")
+            payload = writer.named(type(obj)), _tensor_metadata(obj)[1:]
+        elif kind in ("length", "size", "none"):
+            payload = length
+        elif kind == "set_items":
+            payload = (writer.named(obj[0]), writer.constant(obj[1]))
+        elif kind == "same_object":
+            payload = writer.source(other)
+        else:
+            raise NotPortable(f"a {kind} guard")
+        guards.append((kind, spec, payload))
+    return guards
+
+
+def _portable_graph(gm, writer):
+    """The graph node by node; the module attributes it reads, by the group of the pinned
+    object they are (each is pinned by an ID_MATCH guard)."""
+    nodes = []
+    attributes = {}
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op in ("call_module", "get_attr"):
+            obj = operator.attrgetter(target)(gm)
+            entry = writer.pinned.get(id(obj))
+            if entry is None or entry[1] is not obj:
+                raise NotPortable(f"graph attribute {target} that no guard pins")
+            attributes[target] = entry[0].group
+        elif node.op == "call_function":
+            target = writer.named(target)
+        if not _fx_graph.writable((node.args, node.kwargs)):
+            raise NotPortable(f"arguments of {node.name}")
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _NodeRef(n.name))
+        nodes.append((node.op, node.name, target, _constants_only(args, writer), _constants_only(kwargs, writer),
+                      node.meta.get("stack_trace")))
+    return nodes, attributes
+
+
+def _constants_only(value, writer):
+    """A node's arguments with node references kept and every other value portable."""
+    if isinstance(value, _NodeRef):
+        return value
+    if isinstance(value, (tuple, list)):
+        return (tuple if isinstance(value, tuple) else list)(_constants_only(item, writer) for item in value)
+    if isinstance(value, dict):
+        return {writer.constant(k): _constants_only(v, writer) for k, v in value.items()}
+    if isinstance(value, (enum.Enum, torch._ops.OpOverload)):
+        return writer.named(value)
+    return writer.constant(value)
+
+
+def _portable_code(new_code, compiled, on_failure):
+    slots = {id(compiled): _GRAPH_SLOT, id(on_failure): _FAILURE_SLOT} if compiled is not None else {}
+    consts = []
+    for const in new_code.co_consts:
+        if const is not None and id(const) in slots:
+            consts.append(slots[id(const)])
+        else:
+            consts.append(const)
+    try:
+        return marshal.dumps(new_code.replace(co_consts=tuple(consts)))
+    except ValueError:
+        raise NotPortable("generated code holding an object") from None
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def save(key, code, result, new_code, compiled, on_failure, gm, outcome):
+    """Append this entry to `code`'s record (best effort: a failure only costs a warm start)."""
+    try:
+        entry = _entry(result, new_code, compiled, on_failure, gm, outcome)
+    except NotPortable as why:
+        stats.not_written += 1
+        log.debug("%s: entry not recorded for warm starts: %s", code.co_qualname, why)
+        return
+    except Exception as error:  # never let the record cost the compile
+        stats.not_written += 1
+        log.warning("bytegraph: could not record %s for warm starts: %s: %s", code.co_qualname,
+                    type(error).__name__, error)
+        return
+    entries = _read(key) or []
+    entries = (entries + [entry])[-config.cache_size_limit:]
+    try:
+        _write(key, entries)
+    except OSError as error:
+        log.warning("bytegraph: could not write the warm-start record of %s: %s", code.co_qualname, error)
+        return
+    stats.written += 1
+    _loaded.setdefault(key, set()).add(entry)
+
+
+def _entry(result, new_code, compiled, on_failure, gm, outcome):
+    if result.fake_mode is not None:
+        raise NotPortable("symbolic shapes")
+    if result.torch_function_inlined:
+        raise NotPortable("an inlined __torch_function__")
+    writer = _Writer()
+    guards = _portable_guards(result, writer)
+    distinct = [writer.source(source) for source in result.distinct_sources]
+    inputs = [writer.source(source) for source in result.input_sources] if gm is not None else []
+    graph = _portable_graph(gm, writer) if gm is not None else None
+    payload = {
+        "guards": guards,
+        "distinct": distinct,
+        "global_state": (tuple(result.global_state_flags), _global_state_line(result.guards)),
+        "inputs": inputs,
+        "graph": graph,
+        "code": _portable_code(new_code, compiled, on_failure),
+        "has_failure_handler": on_failure is not None,
+        "outcome": outcome,
+    }
+    try:
+        return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:
+        raise NotPortable(f"{type(error).__name__}: {error}") from None
+
+
+def _global_state_line(lines):
+    return next((line for line in lines if line.startswith("GLOBAL_STATE")), "")
+
+
+def _write(key, entries):
+    path = _record_path(key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    body = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _MAGIC + hashlib.sha256(body).digest() + body
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".record-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _read(key):
+    """The record's entries (pickled bytes each), or None; a damaged file is reported and removed."""
+    path = _record_path(key)
+    try:
+        with open(path, "rb") as record:
+            data = record.read()
+    except OSError:
+        return None
+    header = len(_MAGIC) + 32
+    body = data[header:]
+    try:
+        if not data.startswith(_MAGIC) or hashlib.sha256(body).digest() != data[len(_MAGIC):header]:
+            raise ValueError("checksum mismatch")
+        entries = pickle.loads(body)
+        if not isinstance(entries, list) or not all(isinstance(entry, bytes) for entry in entries):
+            raise ValueError("not a list of entries")
+    except Exception as error:
+        stats.corrupted += 1
+        log.warning("bytegraph: the warm-start record %s does not read back (%s); tracing afresh", path, error)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return None
+    return entries
+
+
+# --- loading ------------------------------------------------------------------------------
+
+# key -> the entries (pickled bytes) installed or written in this process: not tried again.
+_loaded = {}
+
+
+def reset():
+    _loaded.clear()
+
+
+class _Frame:
+    """The values a frame's guards read, reached by source spec."""
+
+    def __init__(self, frame_info, slots):
+        self.function = frame_info.function
+        self.f_locals = frame_info.f_locals
+        self.slots = slots
+
+    def value(self, spec):
+        kind, name, index, key, base = spec
+        if kind == "local":
+            return self.f_locals[name]
+        if kind == "global":
+            return self.function.__globals__[name]
+        if kind == "builtin":
+            return self.builtins()[name]
+        if kind == "closure":
+            return self.function.__closure__[index].cell_contents
+        if kind == "globals":
+            return self.function.__globals__
+        if kind == "held":
+            return key
+        parent = self.value(base)
+        if kind == "attr":
+            return getattr(parent, name)
+        if kind == "item":
+            return parent[key]
+        if kind == "stored_item":
+            for stored in (dict, list, tuple):
+                if isinstance(parent, stored):
+                    return stored.__getitem__(parent, key)
+            raise KeyError(key)
+        if kind == "type":
+            return type(parent)
+        if kind == "instance_dict":
+            return object.__getattribute__(parent, "__dict__")
+        raise NotPortable(f"a {kind} source")
+
+    def builtins(self):
+        found = self.function.__builtins__
+        return found if isinstance(found, dict) else found.__dict__
+
+
+class _Reader:
+    """Makes the portable values of one entry this process's again, checking as it goes."""
+
+    def __init__(self, frame):
+        self.frame = frame
+        self.pinned = {}  # group -> object found for it
+
+    def named(self, value):
+        if isinstance(value, _Module):
+            module = sys.modules.get(value.name)
+            if module is None:
+                raise NotPortable(f"module {value.name} is not imported")
+            return module
+        if isinstance(value, _ModuleDict):
+            return self.named(_Module(value.name)).__dict__
+        if isinstance(value, _Function):
+            if code_digest(value.function.__code__) != value.digest:
+                raise NotPortable(f"{value.function.__qualname__} changed")
+            return value.function
+        return value
+
+    def source(self, spec):
+        kind, name, index, key, base = spec
+        if kind == "held":
+            key = self.named(key)
+        return (kind, name, index, key, None if base is None else self.source(base))
+
+    def pin(self, pinned, obj):
+        if type(obj) is not self.named(pinned.type):
+            raise NotPortable(f"a {type(obj).__name__} where a {pinned.type.__name__} was")
+        found = self.pinned.setdefault(pinned.group, obj)
+        if found is not obj:
+            raise NotPortable("one pinned place holds another object than before")
+        return obj
+
+
+def load(key, code, frame_info, slots):
+    """An entry made from `code`'s record for this frame, as FrameConverter.convert returns
+    one ((code, guards, keepalive), plus the graph and its name), or None."""
+    entries = _read(key)
+    if not entries:
+        return None
+    tried = _loaded.setdefault(key, set())
+    for entry in entries:
+        if entry in tried:
+            continue
+        try:
+            installed = _install(pickle.loads(entry), code, frame_info, slots)
+        except NotPortable as why:
+            stats.rejected += 1
+            log.debug("%s: warm-start entry does not apply: %s", code.co_qualname, why)
+            continue
+        except Exception as error:
+            stats.rejected += 1
+            log.debug("%s: warm-start entry does not apply: %s: %s", code.co_qualname, type(error).__name__, error)
+            continue
+        if installed is not None:
+            tried.add(entry)
+            stats.loaded += 1
+            return installed
+        stats.rejected += 1
+    return None
+
+
+def _install(payload, code, frame_info, slots):
+    frame = _Frame(frame_info, slots)
+    reader = _Reader(frame)
+    guard_set = _guard_set(payload, reader, frame)
+    if guard_set is None:
+        return None
+    tree = guard_set.build()
+    function = frame.function
+    if not tree.check_locals(list(slots), function.__globals__, frame.builtins(), function.__closure__):
+        return None
+    return tree, _rebuild(payload, reader, frame, code), list(guard_set.describe())
+
+
+def _guard_set(payload, reader, frame):
+    guard_set = _C.guards.GuardSet()
+    for kind, spec, value in payload["guards"]:
+        spec = reader.source(spec)
+        source = _C.guards.source_from_spec(spec)
+        if kind == "type":
+            guard_set.add_type_match(source, reader.named(value))
+        elif kind == "id":
+            if isinstance(value, _Pinned):
+                value = reader.pin(value, frame.value(spec))
+            guard_set.add_id_match(source, reader.named(value))
+        elif kind == "equals":
+            guard_set.add_equals_match(source, value)
+        elif kind == "value":
+            guard_set.add_value_match(source, value)
+        elif kind == "tensor":
+            tensor = frame.value(spec)
+            type_, metadata = value
+            if not isinstance(tensor, torch.Tensor) or type(tensor) is not reader.named(type_) \
+                    or _tensor_metadata(tensor)[1:] != metadata:
+                return None
+            guard_set.add_tensor_match(source, tensor)
+        elif kind == "length":
+            guard_set.add_length_match(source, value)
+        elif kind == "size":
+            guard_set.add_size_match(source, value)
+        elif kind == "none":
+            guard_set.add_none_match(source, bool(value))
+        elif kind == "dict_keys":
+            guard_set.add_dict_keys_match(source, value)
+        elif kind == "set_items":
+            guard_set.add_set_match(source, reader.named(value[0]), value[1])
+        elif kind == "same_object":
+            guard_set.add_same_object(_C.guards.source_from_spec(reader.source(value)), source)
+        elif kind == "lacks_key":
+            guard_set.add_dict_lacks_key(source, value)
+        elif kind == "lacks_attr":
+            guard_set.add_lacks_attr(source, value)
+        else:
+            raise NotPortable(f"a {kind} guard")
+    pinned = list(reader.pinned.values())
+    if len({id(obj) for obj in pinned}) != len(pinned):
+        return None  # two places that held distinct objects now hold one
+    guard_set.add_distinct_objects([_C.guards.source_from_spec(reader.source(s)) for s in payload["distinct"]])
+    flags, line = payload["global_state"]
+    guard_set.add_global_state_now(*flags)
+    if _global_state_line(guard_set.describe()) != line:
+        return None
+    return guard_set
+
+
+def _rebuild(payload, reader, frame, code):
+    """The graph and generated code of a recorded entry, for this frame's objects."""
+    gm = None
+    if payload["graph"] is not None:
+        nodes, attributes = payload["graph"]
+        root = torch.nn.Module()
+        for name, group in attributes.items():
+            obj = reader.pinned.get(group)
+            if obj is None:
+                raise NotPortable(f"graph attribute {name} has no pinned object")
+            if isinstance(obj, torch.nn.Module):
+                root.add_module(name, obj)
+            elif isinstance(obj, torch.nn.Parameter):
+                root.register_parameter(name, obj)
+            else:
+                root.register_buffer(name, obj)
+        graph = torch.fx.Graph()
+        created = {}
+
+        def resolve(value):
+            if isinstance(value, _NodeRef):
+                return created[value.name]
+            if isinstance(value, (tuple, list)):
+                return type(value)(resolve(item) for item in value)
+            if isinstance(value, dict):
+                return {k: resolve(v) for k, v in value.items()}
+            return reader.named(value)
+
+        for op, name, target, args, kwargs, stack_trace in nodes:
+            if op == "call_function":
+                target = reader.named(target)
+            if op == "output":
+                node = graph.output(resolve(args)[0])
+            else:
+                node = graph.create_node(op, target, resolve(args), resolve(kwargs), name=name)
+            if stack_trace:
+                node.meta["stack_trace"] = stack_trace
+            created[name] = node
+        gm = _fx_graph.GraphModule(root, graph)
+    new_code = marshal.loads(payload["code"])
+    inputs = [frame.value(reader.source(spec)) for spec in payload["inputs"]]
+    return gm, inputs, new_code, payload["outcome"]
+
+
+def finish(new_code, compiled, on_failure):
+    """Fills the slots of recorded code with this process's compiled graph and failure
+    handler; None if they do not match the slots the code has."""
+    consts = []
+    filled = set()
+    for const in new_code.co_consts:
+        if type(const) is str and const in (_GRAPH_SLOT, _FAILURE_SLOT):
+            value = compiled if const == _GRAPH_SLOT else on_failure
+            if value is None:
+                return None
+            filled.add(const)
+            consts.append(value)
+        else:
+            consts.append(const)
+    if compiled is not None and _GRAPH_SLOT not in filled or on_failure is not None and _FAILURE_SLOT not in filled:
+        return None
+    return new_code.replace(co_consts=tuple(consts))
