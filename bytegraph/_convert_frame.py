@@ -249,7 +249,7 @@ class FrameConverter:
         outcome = "captured" if info is None else "split"
         record.captured(new_code, guard_lines, outcome, plan.resume_codes)
         if record_key is not None and (graph_name is None or backend is self._compiler()):
-            _warm_start.save(record_key, code, result, new_code, compiled, on_failure,
+            _warm_start.save(record_key, frame_info, result, new_code, compiled, on_failure,
                              gm if graph_name is not None else None, outcome)
         global _compiled_entries
         _compiled_entries += 1

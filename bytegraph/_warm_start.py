@@ -8,8 +8,8 @@ the capture options and the settings that change a trace. A record holds, per en
 
 - the guards as the trace logged them, each value replaced by a portable form: constants as
   they are; modules, classes and functions by where they are imported from (a function with
-  its code's digest, so an edited helper is not taken for the old one); a tensor by its
-  metadata; an nn.Module or tensor whose identity the entry pins by its type and by which of
+  its code's digest, so an edited helper is not taken for the old one); a code object by its
+  content; a tensor by its metadata; an nn.Module or tensor whose identity the entry pins by its type and by which of
   the other pinned objects it is (rebound to this process's object at the same place);
 - the graph, node by node, with the module attributes it calls bound by those places;
 - the generated code, marshalled, with the compiled graph and its failure handler left as
@@ -171,6 +171,13 @@ class _Function:
         self.digest = digest
 
 
+class _Code:
+    """A code object an entry pins, by its content (found at its place, then compared)."""
+
+    def __init__(self, digest):
+        self.digest = digest
+
+
 class _NodeRef:
     def __init__(self, name):
         self.name = name
@@ -224,6 +231,8 @@ class _Writer:
             return entry[0]
         if isinstance(obj, _CONSTANT_TYPES):
             return obj
+        if isinstance(obj, types.CodeType):
+            return _Code(code_digest(obj))
         return self.named(obj)
 
     def source(self, source):
@@ -330,10 +339,14 @@ def _portable_code(new_code, compiled, on_failure):
 # --- writing ------------------------------------------------------------------------------
 
 
-def save(key, code, result, new_code, compiled, on_failure, gm, outcome):
-    """Append this entry to `code`'s record (best effort: a failure only costs a warm start)."""
+def save(key, frame_info, result, new_code, compiled, on_failure, gm, outcome):
+    """Append this entry to the frame's record (best effort: a failure only costs a warm
+    start). Before it is written, its guards are made again from the record on this frame
+    and must come out as the trace's own, guard for guard."""
+    code = frame_info.f_code
     try:
         entry = _entry(result, new_code, compiled, on_failure, gm, outcome)
+        _check_round_trip(entry, result, frame_info)
     except NotPortable as why:
         stats.not_written += 1
         log.debug("%s: entry not recorded for warm starts: %s", code.co_qualname, why)
@@ -378,6 +391,16 @@ def _entry(result, new_code, compiled, on_failure, gm, outcome):
         return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as error:
         raise NotPortable(f"{type(error).__name__}: {error}") from None
+
+
+def _check_round_trip(entry, result, frame_info):
+    frame = _Frame(frame_info)
+    rebuilt = _guard_set(pickle.loads(entry), _Reader(frame), frame)
+    expected = list(result.guard_set.describe())
+    if rebuilt is None or list(rebuilt.describe()) != expected:
+        got = [] if rebuilt is None else list(rebuilt.describe())
+        differing = sorted(set(got) ^ set(expected))
+        raise NotPortable("its guards do not come back from the record: " + "; ".join(differing[:3]))
 
 
 def _global_state_line(lines):
@@ -439,10 +462,9 @@ def reset():
 class _Frame:
     """The values a frame's guards read, reached by source spec."""
 
-    def __init__(self, frame_info, slots):
+    def __init__(self, frame_info):
         self.function = frame_info.function
         self.f_locals = frame_info.f_locals
-        self.slots = slots
 
     def value(self, spec):
         kind, name, index, key, base = spec
@@ -544,7 +566,7 @@ def load(key, code, frame_info, slots):
 
 
 def _install(payload, code, frame_info, slots):
-    frame = _Frame(frame_info, slots)
+    frame = _Frame(frame_info)
     reader = _Reader(frame)
     guard_set = _guard_set(payload, reader, frame)
     if guard_set is None:
@@ -566,6 +588,8 @@ def _guard_set(payload, reader, frame):
         elif kind == "id":
             if isinstance(value, _Pinned):
                 value = reader.pin(value, frame.value(spec))
+            elif isinstance(value, _Code):
+                value = _same_code(frame.value(spec), value.digest)
             guard_set.add_id_match(source, reader.named(value))
         elif kind == "equals":
             guard_set.add_equals_match(source, value)
@@ -605,6 +629,12 @@ def _guard_set(payload, reader, frame):
     if _global_state_line(guard_set.describe()) != line:
         return None
     return guard_set
+
+
+def _same_code(code, digest):
+    if not isinstance(code, types.CodeType) or code_digest(code) != digest:
+        raise NotPortable("a function's code changed")
+    return code
 
 
 def _rebuild(payload, reader, frame, code):
