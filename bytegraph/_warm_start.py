@@ -43,7 +43,7 @@ import types
 
 import torch
 
-from bytegraph import _fx_graph, _graph_failure, _readable_code, backends, config
+from bytegraph import _fx_graph, config
 from bytegraph._extension import _C
 
 log = logging.getLogger("bytegraph.warm_start")

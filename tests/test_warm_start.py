@@ -17,7 +17,6 @@ import torch
 
 import bytegraph
 from bytegraph import _compile_metrics, _warm_start
-from bytegraph._extension import _C
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS_DIR)
@@ -276,3 +275,22 @@ def test_two_processes(tmp_path):
         assert run.returncode == 0, run.stderr[-3000:]
     assert runs[0].stdout.split() == ["traced", "1", "loaded", "0", "written", "1"]
     assert runs[1].stdout.split() == ["traced", "0", "loaded", "1", "written", "0"]
+
+
+def test_sources_round_trip_through_specs():
+    from bytegraph._extension import _C
+
+    g = _C.guards
+    base = g.local("self", 0)
+    sources = [base, base.attr("fc").attr("weight"), g.global_("torch").attr("relu"), base.item("key").type(),
+               g.builtin("len"), g.closure("y", 1), g.local("xs", 2).item(3)]
+    for source in sources:
+        spec = source.spec()
+        assert repr(g.source_from_spec(spec)) == repr(source)
+        assert g.source_from_spec(spec).spec() == spec
+    held = g.source_from_spec(("attr", "forward", -1, None, ("held", "class Block@0x1", -1, Block, None)))
+    assert repr(held).startswith("class ") and f"{id(Block):x}" in repr(held)  # this process's address
+    with pytest.raises(ValueError):
+        g.source_from_spec(("nowhere", "", -1, None, None))
+    with pytest.raises(ValueError):
+        g.source_from_spec(("attr", "x", -1, None, None))
