@@ -273,7 +273,7 @@ class FrameConverter:
             found = _warm_start.load(key, code, frame_info, argument_slots(code, frame_info.f_locals))
         if found is None:
             return None
-        tree, (gm, inputs, recorded_code, outcome), guard_lines = found
+        tree, (gm, inputs, recorded_code, outcome, generators), guard_lines = found
         compiled = on_failure = graph_name = None
         if gm is not None:
             self.compile_count += 1
@@ -282,7 +282,7 @@ class FrameConverter:
                 compiled = backends.call_backend(self._compiler(), gm, inputs, graph_name)
             record.add_graph(graph_name, gm)
             compiled, on_failure = _graph_failure.for_generated_code(gm, compiled, code, graph_name,
-                                                                     torch.is_grad_enabled())
+                                                                     torch.is_grad_enabled(), generators)
             _readable_code.name_constant(compiled, graph_name)
         new_code = _warm_start.finish(recorded_code, compiled, on_failure)
         if new_code is None:

@@ -210,7 +210,7 @@ def can_run_again(gm):
     return True
 
 
-def _default_generator(device):
+def default_generator(device):
     """The default generator of `device`, or None where it is not known."""
     if device.type == "cpu":
         return torch.default_generator
@@ -244,7 +244,7 @@ def _generators_drawn_from(gm):
         if not devices:
             return None
         for device in devices:
-            generator = _default_generator(device)
+            generator = default_generator(device)
             if generator is None:
                 return None
             generators[id(generator)] = generator
@@ -280,12 +280,24 @@ def restoring_on_failure(gm, compiled, generators=()):
     return run
 
 
-def for_generated_code(gm, compiled, code, graph_name, grad_enabled_at_entry):
+def failure_plan(gm):
+    """Whether the original code can run after `gm` failed: the generators whose states to put
+    back first (a list, maybe empty), or None where it cannot. Reads the traced values in the
+    nodes' meta."""
+    return _generators_drawn_from(gm) if can_run_again(gm) else None
+
+
+_PLANNED_HERE = object()
+
+
+def for_generated_code(gm, compiled, code, graph_name, grad_enabled_at_entry, generators=_PLANNED_HERE):
     """What generated code calls: the compiled graph (putting grad mode back if it raises
     inside a grad-mode block, and its generators' states where it draws random numbers and
     can run again) and the failure handler, or None where the graph cannot run again (or
-    draws from generators it cannot name)."""
-    generators = _generators_drawn_from(gm) if can_run_again(gm) else None
+    draws from generators it cannot name). `generators`: failure_plan(gm) where it was made
+    before (a graph rebuilt without its traced values)."""
+    if generators is _PLANNED_HERE:
+        generators = failure_plan(gm)
     restoring = restoring_on_failure(gm, compiled, generators or ())
     return restoring, (handler(code, graph_name, grad_enabled_at_entry) if generators is not None else None)
 

@@ -13,7 +13,8 @@ the capture options and the settings that change a trace. A record holds, per en
   the other pinned objects it is (rebound to this process's object at the same place);
 - the graph, node by node, with the module attributes it calls bound by those places;
 - the generated code, marshalled, with the compiled graph and its failure handler left as
-  slots to fill.
+  slots to fill, and the other objects it holds (a class it builds its result with, a
+  module's globals it writes to) by where they are imported from.
 
 On a miss of a code object, the records written for it are tried first: each guard is made
 again from the values this frame has (a pinned object must be at the same place with the same
@@ -26,7 +27,8 @@ a record file that does not read back is reported and replaced.
 Not written (the frame is traced in every process): entries with symbolic shapes, with a
 tensor subclass's flatten metadata or an inlined __torch_function__, graphs holding values
 other than modules and tensors the guards pin (constants made in the frame), a backend given
-as a callable rather than a name, or generated code holding other objects.
+as a callable rather than a name, or generated code holding an object that cannot be found by
+name.
 """
 
 import dataclasses
@@ -43,7 +45,7 @@ import types
 
 import torch
 
-from bytegraph import _fx_graph, config
+from bytegraph import _fx_graph, _graph_failure, config
 from bytegraph._extension import _C
 
 log = logging.getLogger("bytegraph.warm_start")
@@ -52,6 +54,7 @@ _FORMAT = 1
 _MAGIC = b"bytegraph-warm-start\n"
 _GRAPH_SLOT = "\x00bytegraph warm start: compiled graph"
 _FAILURE_SLOT = "\x00bytegraph warm start: failure handler"
+_CONSTANT_SLOT = "\x00bytegraph warm start: constant "
 # Settings whose value changes what a trace produces (the others change how calls run).
 _TRACE_SETTINGS = ("capture_scalar_outputs", "automatic_dynamic_shapes", "automatic_dynamic_shapes_mark_as",
                    "force_parameter_static_shapes", "assume_static_by_default", "optimize_ddp")
@@ -322,16 +325,24 @@ def _constants_only(value, writer):
     return writer.constant(value)
 
 
-def _portable_code(new_code, compiled, on_failure):
+def _portable_code(new_code, compiled, on_failure, writer):
+    """The generated code marshalled, its compiled graph and failure handler as slots, and the
+    other objects it holds (a class it builds the result with, a module's globals it writes
+    to, a builtin) as slots filled by name; (bytes, the named objects in slot order)."""
     slots = {id(compiled): _GRAPH_SLOT, id(on_failure): _FAILURE_SLOT} if compiled is not None else {}
-    consts = []
+    consts, named = [], []
     for const in new_code.co_consts:
         if const is not None and id(const) in slots:
             consts.append(slots[id(const)])
-        else:
-            consts.append(const)
+            continue
+        try:
+            marshal.dumps(const)
+        except ValueError:
+            named.append(writer.named(const))
+            const = _CONSTANT_SLOT + str(len(named) - 1)
+        consts.append(const)
     try:
-        return marshal.dumps(new_code.replace(co_consts=tuple(consts)))
+        return marshal.dumps(new_code.replace(co_consts=tuple(consts))), named
     except ValueError:
         raise NotPortable("generated code holding an object") from None
 
@@ -377,14 +388,15 @@ def _entry(result, new_code, compiled, on_failure, gm, outcome):
     distinct = [writer.source(source) for source in result.distinct_sources]
     inputs = [writer.source(source) for source in result.input_sources] if gm is not None else []
     graph = _portable_graph(gm, writer) if gm is not None else None
+    failure = _portable_failure_plan(gm) if gm is not None else None
     payload = {
         "guards": guards,
         "distinct": distinct,
         "global_state": (tuple(result.global_state_flags), _global_state_line(result.guards)),
         "inputs": inputs,
         "graph": graph,
-        "code": _portable_code(new_code, compiled, on_failure),
-        "has_failure_handler": on_failure is not None,
+        "code": _portable_code(new_code, compiled, on_failure, writer),
+        "failure_plan": failure,
         "outcome": outcome,
     }
     try:
@@ -401,6 +413,26 @@ def _check_round_trip(entry, result, frame_info):
         got = [] if rebuilt is None else list(rebuilt.describe())
         differing = sorted(set(got) ^ set(expected))
         raise NotPortable("its guards do not come back from the record: " + "; ".join(differing[:3]))
+
+
+def _portable_failure_plan(gm):
+    """_graph_failure.failure_plan of the traced graph (it reads the traced values, which a
+    rebuilt graph lacks): None, or the devices whose default generators it restores."""
+    generators = _graph_failure.failure_plan(gm)
+    if generators is None:
+        return None
+    devices = []
+    for generator in generators:
+        if _graph_failure.default_generator(generator.device) is not generator:
+            raise NotPortable("a graph drawing from a generator of its own")
+        devices.append(generator.device)
+    return devices
+
+
+def restored_generators(payload):
+    """The failure plan of a recorded graph, with this process's generators."""
+    devices = payload["failure_plan"]
+    return None if devices is None else [_graph_failure.default_generator(device) for device in devices]
 
 
 def _global_state_line(lines):
@@ -676,9 +708,14 @@ def _rebuild(payload, reader, frame, code):
                 node.meta["stack_trace"] = stack_trace
             created[name] = node
         gm = _fx_graph.GraphModule(root, graph)
-    new_code = marshal.loads(payload["code"])
+    code_bytes, named = payload["code"]
+    new_code = marshal.loads(code_bytes)
+    constants = [reader.named(value) for value in named]
+    new_code = new_code.replace(co_consts=tuple(
+        constants[int(const[len(_CONSTANT_SLOT):])] if type(const) is str and const.startswith(_CONSTANT_SLOT)
+        else const for const in new_code.co_consts))
     inputs = [frame.value(reader.source(spec)) for spec in payload["inputs"]]
-    return gm, inputs, new_code, payload["outcome"]
+    return gm, inputs, new_code, payload["outcome"], restored_generators(payload) if gm is not None else None
 
 
 def finish(new_code, compiled, on_failure):

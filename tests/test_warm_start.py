@@ -107,6 +107,35 @@ def test_recorded_entries_are_installed_without_tracing(warm_dir, capsys):
     assert len(graphs) == 4  # each loaded entry's graph went to the backend
 
 
+@dataclasses.dataclass
+class Output:
+    value: torch.Tensor
+    noise: torch.Tensor
+
+
+def builds_output(x):
+    return Output(torch.sin(x), x + torch.rand_like(x))
+
+
+def test_generated_code_holding_named_objects(warm_dir):
+    """The generated code builds a user class (held by name in the record); the graph draws
+    random numbers (its failure plan restores the default generator)."""
+    x = torch.randn(3)
+    compiled = bytegraph.compile(builds_output, backend="eager")
+    torch.manual_seed(0)
+    compiled(x)
+    assert _warm_start.stats.written == 1
+    new_process()
+    torch.manual_seed(1)
+    expected = builds_output(x)
+    torch.manual_seed(1)
+    got = compiled(x)
+    assert traced() == 0 and _warm_start.stats.loaded == 1
+    assert type(got) is Output
+    torch.testing.assert_close(got.value, expected.value)
+    torch.testing.assert_close(got.noise, expected.noise)
+
+
 def test_changed_source_file_is_traced_again(warm_dir, tmp_path):
     program = tmp_path / "program.py"
 
