@@ -45,7 +45,7 @@ import types
 
 import torch
 
-from bytegraph import _fx_graph, _graph_failure, config
+from bytegraph import _dynamic, _fx_graph, _graph_failure, config
 from bytegraph._extension import _C
 
 log = logging.getLogger("bytegraph.warm_start")
@@ -201,6 +201,8 @@ class _Writer:
             return slice(self.constant(value.start), self.constant(value.stop), self.constant(value.step))
         if isinstance(value, torch.Size):
             return value
+        if type(value) is dict:
+            return {self.constant(k): self.constant(v) for k, v in value.items()}
         raise NotPortable(f"a value of type {type(value).__name__}")
 
     def named(self, obj):
@@ -356,7 +358,7 @@ def save(key, frame_info, result, new_code, compiled, on_failure, gm, outcome):
     and must come out as the trace's own, guard for guard."""
     code = frame_info.f_code
     try:
-        entry = _entry(result, new_code, compiled, on_failure, gm, outcome)
+        entry = _entry(result, new_code, compiled, on_failure, gm, outcome, _dynamic.frame_shapes(code))
         _check_round_trip(entry, result, frame_info)
     except NotPortable as why:
         stats.not_written += 1
@@ -378,7 +380,7 @@ def save(key, frame_info, result, new_code, compiled, on_failure, gm, outcome):
     _loaded.setdefault(key, set()).add(entry)
 
 
-def _entry(result, new_code, compiled, on_failure, gm, outcome):
+def _entry(result, new_code, compiled, on_failure, gm, outcome, shapes):
     if result.fake_mode is not None:
         raise NotPortable("symbolic shapes")
     if result.torch_function_inlined:
@@ -398,6 +400,10 @@ def _entry(result, new_code, compiled, on_failure, gm, outcome):
         "code": _portable_code(new_code, compiled, on_failure, writer),
         "failure_plan": failure,
         "outcome": outcome,
+        # What automatic dynamic shapes had seen of the inputs once traced: a process that
+        # installs the entry has seen the same (its guards passed), and recompiles as this one.
+        "frame_shapes": (writer.constant({k: list(v) for k, v in shapes.sizes.items()}),
+                         writer.constant(dict(shapes.ints))),
     }
     try:
         return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
@@ -607,6 +613,11 @@ def _install(payload, code, frame_info, slots):
     function = frame.function
     if not tree.check_locals(list(slots), function.__globals__, frame.builtins(), function.__closure__):
         return None
+    shapes = _dynamic.frame_shapes(code)
+    if not shapes.sizes and not shapes.ints:
+        sizes, ints = payload["frame_shapes"]
+        shapes.sizes.update(sizes)
+        shapes.ints.update(ints)
     return tree, _rebuild(payload, reader, frame, code), list(guard_set.describe())
 
 

@@ -201,6 +201,22 @@ def test_another_input_is_traced_not_served(warm_dir, change):
     assert traced() == 1 and _warm_start.stats.loaded == 0 and _warm_start.stats.rejected == 1
 
 
+def test_automatic_dynamic_shapes_as_in_the_first_process(warm_dir):
+    def step(x):
+        return torch.sin(x) * 2
+
+    compiled = bytegraph.compile(step, backend="eager")
+    compiled(torch.randn(3))
+    new_process()
+    compiled(torch.randn(3))  # installed from the record, with the sizes the first process had seen
+    assert traced() == 0
+    x = torch.randn(5)
+    torch.testing.assert_close(compiled(x), step(x))  # a changed size: dynamic at once, as in that process
+    assert traced() == 1 and _compile_metrics.records()[-1].recompile_reasons
+    compiled(torch.randn(7))
+    assert traced() == 1 and len(entries(step)) == 2
+
+
 def test_module_attribute_read_is_checked(warm_dir):
     x = torch.randn(3, 4)
     bytegraph.compile(Block(scale=2.0), backend="eager")(x)
