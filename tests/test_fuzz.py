@@ -279,6 +279,21 @@ def test_mutate_state_slice():
                         f"--start <index> --n 1):\n{_describe(unknown)}"
 
 
+@pytest.mark.parametrize("mode", ["default", state_generator.MODE])
+def test_warm_start_slice(mode):
+    """Each program runs twice with warm-start records (the second as a new process would,
+    installing the first's entries where their guards pass), compared with eager."""
+    programs = 30 if mode == "default" else 20
+    summary = run_campaign(programs, CI_SEED, ("warm_start",), occasional_fraction=0.0, jobs=2, timeout=60, mode=mode)
+    assert summary.counts["error"] == 0, "programs the runner could not run"
+    unknown = summary.unknown_failures()
+    assert not unknown, f"{len(unknown)} failures (reproduce: python -m tools.fuzz --backends warm_start " \
+                        f"{'--mutate-state ' if mode != 'default' else ''}--seed {CI_SEED} --start <index> " \
+                        f"--n 1):\n{_describe(unknown)}"
+    # Entries were installed from records, not traced again: most programs have one.
+    assert summary.captured >= 0.7 * programs and summary.graphs >= programs, summary.text()
+
+
 # ---- the shrinker ----------------------------------------------------------------------------
 
 

@@ -5,6 +5,9 @@ compile options that go with it.
 - dynamic: CompileCounter with dynamic=True (sizes symbolic from the first compile)
 - static: CompileCounter with dynamic=False (a recompile per shape)
 - aot_eager: AOTAutograd's forward/backward graphs, run eagerly (slower: used on a fraction)
+- warm_start: "eager" by name with warm-start records; the program runs once to write them and
+  is compared on its second run, as a new process installing the recorded entries
+  (runner._run_warm_started)
 """
 
 from bytegraph.testing import CompileCounter, CompileCounterWithBackend
@@ -14,6 +17,7 @@ CONFIGS = {
     "dynamic": (CompileCounter, {"dynamic": True}),
     "static": (CompileCounter, {"dynamic": False}),
     "aot_eager": (lambda: CompileCounterWithBackend("aot_eager"), {}),
+    "warm_start": (None, {}),
 }
 DEFAULT = ("eager", "dynamic")
 OCCASIONAL = "aot_eager"  # added to a fraction of the programs

@@ -19,12 +19,14 @@ import dataclasses
 import io
 import linecache
 import os
+import sys
+import tempfile
 import types
 
 import torch
 
 import bytegraph
-from bytegraph import _frame
+from bytegraph import _compile_metrics, _frame, _warm_start
 from bytegraph.exc import BytegraphError, InternalError, Unsupported
 from tools.fuzz import backends
 from tools.fuzz.compare import difference, snapshot
@@ -32,6 +34,7 @@ from tools.fuzz.compare import difference, snapshot
 _BYTEGRAPH_DIR = os.path.join(os.path.dirname(os.path.abspath(bytegraph.__file__)), "")
 _TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
 _STDLIB_DIR = os.path.join(os.path.dirname(os.path.abspath(os.__file__)), "")
+_MODULE_NAME = "fuzz_program"
 _HIDDEN_GLOBALS = {"F", "VARIANTS", "RESTORE", "MUTATIONS"}  # the last two: --mutate-state programs
 
 
@@ -95,13 +98,15 @@ def judge(expected, actual):
     return ("wrong", found) if found else ("ok", "")
 
 
-def _run(source, filename, compile_with):
-    namespace = load(source, filename)
+def _run(source, filename, compile_with, module=False):
+    namespace = load(source, filename, module)
     fn = namespace["fn"] if compile_with is None else compile_with(namespace["fn"])
     return [_call(fn, namespace, variant) for variant in range(len(namespace["VARIANTS"]))]
 
 
 def _run_compiled(source, filename, backend_name):
+    if backend_name == "warm_start":
+        return _run_warm_started(source, filename)
     counter, options = backends.make(backend_name)
     bytegraph.reset()
     try:
@@ -112,11 +117,52 @@ def _run_compiled(source, filename, backend_name):
     return counter, calls
 
 
-def load(source, filename):
-    """The program executed as a module; its source registered for tracebacks and logs."""
+def _run_warm_started(source, filename):
+    """runner's run of a program under the "warm_start" configuration (warm_started)."""
+    counts, calls = warm_started(
+        lambda: _run(source, filename, lambda fn: bytegraph.compile(fn, backend="eager"), module=True))
+    return counts, calls
+
+
+def warm_started(run_once):
+    """Runs `run_once` (which loads the program as a module and compiles it with "eager" by
+    name) twice with warm-start records on: the first run writes them, the second starts as a
+    new process would (a fresh module, no entries) and installs the recorded entries where
+    their guards pass. (counts, the second run's result): the one compared; counts'
+    frame_count and op_count are the entries installed from records and their graphs' ops. The
+    program is importable as a module meanwhile, so that its functions and classes can be
+    recorded by name."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="fuzz-warm-start-") as records:
+        try:
+            with bytegraph.config.patch(suppress_errors=False, warm_start_dir=records), \
+                    _frame.raise_on_compile_error(True):
+                for _ in range(2):
+                    bytegraph.reset()
+                    before = _warm_start.stats.loaded
+                    result = run_once()
+                    ops = sum(record.op_count for record in _compile_metrics.records()
+                              if record.phases["tracing"] == 0)
+                    counts = types.SimpleNamespace(frame_count=_warm_start.stats.loaded - before, op_count=ops)
+                    runs.append((counts, result))
+        finally:
+            sys.modules.pop(_MODULE_NAME, None)
+            bytegraph.reset()
+    return runs[1]
+
+
+def load(source, filename, module=False):
+    """The program executed as a module (registered in sys.modules where `module`); its
+    source registered for tracebacks and logs."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
-    namespace = {"__name__": "fuzz_program", "__file__": filename, "__builtins__": builtins}
+    if module:
+        program = types.ModuleType(_MODULE_NAME)
+        sys.modules[_MODULE_NAME] = program
+        namespace = program.__dict__
+        namespace.update({"__file__": filename, "__builtins__": builtins})
+    else:
+        namespace = {"__name__": _MODULE_NAME, "__file__": filename, "__builtins__": builtins}
     torch.manual_seed(0)  # the Net's initial weights
     exec(code, namespace)
     return namespace

@@ -30,7 +30,7 @@ import torch
 import bytegraph
 from bytegraph import _frame
 from tools.fuzz import backends
-from tools.fuzz.runner import Outcome, call_and_record, judge, load
+from tools.fuzz.runner import Outcome, call_and_record, judge, load, warm_started
 
 RECOMPILES_LOGGER = "bytegraph.recompiles"
 
@@ -74,11 +74,11 @@ class Step:
         self.new_graphs, self.reason = new_graphs, reason
 
 
-def run_steps(source, filename, compile_with=None, counter=None):
+def run_steps(source, filename, compile_with=None, counter=None, module=False):
     """The program's calls and changes, run once: eagerly, or with fn wrapped by compile_with
-    (graphs counted by `counter`); a list of Step."""
+    (graphs counted by `counter`); a list of Step. `module`: see runner.load."""
     _reset_torch_state()
-    namespace = load(source, filename)
+    namespace = load(source, filename, module)
     fn = namespace["fn"] if compile_with is None else compile_with(namespace["fn"])
     steps = []
 
@@ -106,6 +106,9 @@ def run_steps(source, filename, compile_with=None, counter=None):
 
 
 def _run_compiled(source, filename, backend_name):
+    if backend_name == "warm_start":
+        return warm_started(
+            lambda: run_steps(source, filename, lambda fn: bytegraph.compile(fn, backend="eager"), module=True))
     counter, options = backends.make(backend_name)
     bytegraph.reset()
     try:
