@@ -495,6 +495,7 @@ _loaded = {}
 
 def reset():
     _loaded.clear()
+    _resume_codes.clear()
 
 
 class _Frame:
@@ -674,6 +675,16 @@ def _guard_set(payload, reader, frame):
     return guard_set
 
 
+# digest -> the resume function code object the installed entries call: entries of one
+# frame that resume at the same place share it, and so share its cache entries, as the resume
+# functions codegen caches are shared.
+_resume_codes = {}
+
+
+def _shared_resume_code(code):
+    return _resume_codes.setdefault(code_digest(code), code)
+
+
 def _same_code(code, digest):
     if not isinstance(code, types.CodeType) or code_digest(code) != digest:
         raise NotPortable("a function's code changed")
@@ -724,7 +735,8 @@ def _rebuild(payload, reader, frame, code):
     constants = [reader.named(value) for value in named]
     new_code = new_code.replace(co_consts=tuple(
         constants[int(const[len(_CONSTANT_SLOT):])] if type(const) is str and const.startswith(_CONSTANT_SLOT)
-        else const for const in new_code.co_consts))
+        else _shared_resume_code(const) if isinstance(const, types.CodeType) else const
+        for const in new_code.co_consts))
     inputs = [frame.value(reader.source(spec)) for spec in payload["inputs"]]
     return gm, inputs, new_code, payload["outcome"], restored_generators(payload) if gm is not None else None
 

@@ -136,6 +136,28 @@ def test_generated_code_holding_named_objects(warm_dir):
     torch.testing.assert_close(got.noise, expected.noise)
 
 
+def branches(x, flag):
+    if flag:
+        x = x * 2
+    else:
+        x = x - 1
+    print("resumed")
+    return torch.cos(x)
+
+
+def test_entries_share_resume_functions(warm_dir):
+    x = torch.randn(3)
+    compiled = bytegraph.compile(branches, backend="eager")
+    compiled(x, True), compiled(x, False)
+    new_process()
+    for flag in (True, False, True, False):
+        torch.testing.assert_close(compiled(x, flag), branches(x, flag))
+    assert traced() == 0 and len(entries(branches)) == 2
+    resumes = {code for entry in entries(branches) for code in entry["keepalive"][3]}
+    assert len(resumes) == 1  # both entries continue in one resume function, compiled once
+    assert len(bytegraph.eval_frame.frame_hook().cache_entries(resumes.pop())) == 1
+
+
 def test_changed_source_file_is_traced_again(warm_dir, tmp_path):
     program = tmp_path / "program.py"
 
