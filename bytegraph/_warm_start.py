@@ -8,7 +8,8 @@ the capture options and the settings that change a trace. A record holds, per en
 
 - the guards as the trace logged them, each value replaced by a portable form: constants as
   they are; modules, classes and functions by where they are imported from (a function with
-  its code's digest, so an edited helper is not taken for the old one); a code object by its
+  its code's digest and its defaults, so an edited helper is not taken for the old one); a
+  code object by its
   content; a tensor by its metadata; an nn.Module or tensor whose identity the entry pins by its type and by which of
   the other pinned objects it is (rebound to this process's object at the same place);
 - the graph, node by node, with the module attributes it calls bound by those places;
@@ -169,9 +170,22 @@ class _ModuleDict:
 
 
 class _Function:
-    def __init__(self, function, digest):
+    """A function by where it is imported from, and what it does: its code and defaults."""
+
+    def __init__(self, function, fingerprint):
         self.function = function
-        self.digest = digest
+        self.fingerprint = fingerprint
+
+
+def _function_fingerprint(function):
+    """A function's code digest and its default values (constants only): a helper whose
+    source changed, its defaults included, is another function."""
+    defaults = (function.__defaults__, function.__kwdefaults__)
+    try:
+        _Writer().constant(defaults)
+    except NotPortable:
+        return None
+    return code_digest(function.__code__), _stable_repr(defaults)
 
 
 class _Code:
@@ -224,7 +238,10 @@ class _Writer:
         if not same:
             raise NotPortable(f"{_short(obj)} cannot be found again by name")
         if isinstance(obj, types.FunctionType):
-            return _Function(obj, code_digest(obj.__code__))
+            fingerprint = _function_fingerprint(obj)
+            if fingerprint is None:
+                raise NotPortable(f"{obj.__qualname__} has defaults that are not constants")
+            return _Function(obj, fingerprint)
         return obj
 
     def value(self, obj):
@@ -556,7 +573,7 @@ class _Reader:
         if isinstance(value, _ModuleDict):
             return self.named(_Module(value.name)).__dict__
         if isinstance(value, _Function):
-            if code_digest(value.function.__code__) != value.digest:
+            if _function_fingerprint(value.function) != value.fingerprint:
                 raise NotPortable(f"{value.function.__qualname__} changed")
             return value.function
         return value

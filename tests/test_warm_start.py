@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 import torch
@@ -281,6 +282,25 @@ def test_edited_inlined_function_is_traced_again(warm_dir, monkeypatch):
     edited.__qualname__ = edited.__name__ = "_helper"
     monkeypatch.setattr(sys.modules[__name__], "_helper", edited)
     torch.testing.assert_close(bytegraph.compile(uses_helper, backend="eager")(x, y), uses_helper(x, y))
+    assert traced() == 1 and _warm_start.stats.loaded == 0
+
+
+def _scaled(x, factor=3):
+    return x * factor
+
+
+def uses_default(x):
+    return _scaled(torch.sin(x))
+
+
+def test_edited_default_of_an_inlined_function_is_traced_again(warm_dir, monkeypatch):
+    x = torch.randn(3)
+    bytegraph.compile(uses_default, backend="eager")(x)
+    new_process()
+
+    edited = types.FunctionType(_scaled.__code__, _scaled.__globals__, "_scaled", (4,))  # another default
+    monkeypatch.setattr(sys.modules[__name__], "_scaled", edited)
+    torch.testing.assert_close(bytegraph.compile(uses_default, backend="eager")(x), uses_default(x))
     assert traced() == 1 and _warm_start.stats.loaded == 0
 
 
