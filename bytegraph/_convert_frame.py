@@ -270,7 +270,8 @@ class FrameConverter:
         global _compiled_entries
         code = frame_info.f_code
         with record.phase("guards"):
-            found = _warm_start.load(key, code, frame_info, argument_slots(code, frame_info.f_locals))
+            found = _warm_start.load(key, code, frame_info, argument_slots(code, frame_info.f_locals),
+                                     example_values=self.backend_key[0] != "eager")
         if found is None:
             return None
         tree, (gm, inputs, recorded_code, outcome, generators), guard_lines = found

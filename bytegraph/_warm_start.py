@@ -327,8 +327,35 @@ def _portable_graph(gm, writer):
             raise NotPortable(f"arguments of {node.name}")
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _NodeRef(n.name))
         nodes.append((node.op, node.name, target, _constants_only(args, writer), _constants_only(kwargs, writer),
-                      node.meta.get("stack_trace")))
+                      node.meta.get("stack_trace"), _value_spec(node.meta.get("example_value"))))
     return nodes, attributes
+
+
+def _value_spec(value):
+    """A node's traced value as metadata: tensors by size, stride, dtype, device and
+    requires_grad (static: every size an int), in the tuples and lists that hold them."""
+    if isinstance(value, torch.Tensor):
+        if type(value).__name__ != "FakeTensor" and type(value) is not torch.Tensor:
+            raise NotPortable(f"a traced value of type {type(value).__name__}")
+        return ("tensor", tuple(int(size) for size in value.shape), tuple(int(s) for s in value.stride()),
+                value.dtype, value.device, value.requires_grad)
+    if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
+        return (type(value).__name__, [_value_spec(item) for item in value])
+    if value is None or type(value) in (bool, int, float):
+        return ("constant", value)
+    raise NotPortable(f"a traced value of type {type(value).__name__}")
+
+
+def _example_value(spec, mode):
+    kind, *rest = spec
+    if kind == "tensor":
+        size, stride, dtype, device, requires_grad = rest
+        with mode:
+            return torch.empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+    if kind in ("tuple", "list"):
+        items = [_example_value(item, mode) for item in rest[0]]
+        return tuple(items) if kind == "tuple" else items
+    return rest[0]
 
 
 def _constants_only(value, writer):
@@ -593,9 +620,10 @@ class _Reader:
         return obj
 
 
-def load(key, code, frame_info, slots):
-    """An entry made from `code`'s record for this frame, as FrameConverter.convert returns
-    one ((code, guards, keepalive), plus the graph and its name), or None."""
+def load(key, code, frame_info, slots, example_values=True):
+    """(guard tree, (graph, example inputs, generated code, outcome, generators to restore),
+    guard lines) of an entry of `code`'s record that applies to this frame, or None.
+    example_values: see _rebuild."""
     entries = _read(key)
     if not entries:
         return None
@@ -604,7 +632,7 @@ def load(key, code, frame_info, slots):
         if entry in tried:
             continue
         try:
-            installed = _install(pickle.loads(entry), code, frame_info, slots)
+            installed = _install(pickle.loads(entry), code, frame_info, slots, example_values)
         except NotPortable as why:
             stats.rejected += 1
             log.debug("%s: warm-start entry does not apply: %s", code.co_qualname, why)
@@ -621,7 +649,7 @@ def load(key, code, frame_info, slots):
     return None
 
 
-def _install(payload, code, frame_info, slots):
+def _install(payload, code, frame_info, slots, example_values):
     frame = _Frame(frame_info)
     reader = _Reader(frame)
     guard_set = _guard_set(payload, reader, frame)
@@ -636,7 +664,7 @@ def _install(payload, code, frame_info, slots):
         sizes, ints = payload["frame_shapes"]
         shapes.sizes.update(sizes)
         shapes.ints.update(ints)
-    return tree, _rebuild(payload, reader, frame, code), list(guard_set.describe())
+    return tree, _rebuild(payload, reader, frame, example_values), list(guard_set.describe())
 
 
 def _guard_set(payload, reader, frame):
@@ -708,8 +736,10 @@ def _same_code(code, digest):
     return code
 
 
-def _rebuild(payload, reader, frame, code):
-    """The graph and generated code of a recorded entry, for this frame's objects."""
+def _rebuild(payload, reader, frame, example_values):
+    """The graph and generated code of a recorded entry, for this frame's objects; the graph's
+    nodes carry fake example values as a trace leaves them where `example_values` (AOTAutograd
+    checks them; a graph the eager backend runs as it is needs none)."""
     gm = None
     if payload["graph"] is not None:
         nodes, attributes = payload["graph"]
@@ -736,7 +766,12 @@ def _rebuild(payload, reader, frame, code):
                 return {k: resolve(v) for k, v in value.items()}
             return reader.named(value)
 
-        for op, name, target, args, kwargs, stack_trace in nodes:
+        mode = None
+        if example_values:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            mode = FakeTensorMode()
+        for op, name, target, args, kwargs, stack_trace, value in nodes:
             if op == "call_function":
                 target = reader.named(target)
             if op == "output":
@@ -745,6 +780,8 @@ def _rebuild(payload, reader, frame, code):
                 node = graph.create_node(op, target, resolve(args), resolve(kwargs), name=name)
             if stack_trace:
                 node.meta["stack_trace"] = stack_trace
+            if mode is not None and op != "output":
+                node.meta["example_value"] = _example_value(value, mode)
             created[name] = node
         gm = _fx_graph.GraphModule(root, graph)
     code_bytes, named = payload["code"]

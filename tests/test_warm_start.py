@@ -159,6 +159,33 @@ def test_entries_share_resume_functions(warm_dir):
     assert len(bytegraph.eval_frame.frame_hook().cache_entries(resumes.pop())) == 1
 
 
+def with_methods(x):
+    return x.view(-1).softmax(0).add(1).unsqueeze(0)
+
+
+def test_installed_graphs_carry_example_values_as_traced(warm_dir):
+    """AOTAutograd's cache reads the example value of each node a method is called on; the
+    eager backend gets none (it runs the graph as it is)."""
+    x = torch.randn(2, 3)
+
+    def values(fn):
+        gm = entries(fn)[0]["keepalive"][1]
+        return [(node.name, type(v).__name__, tuple(v.shape), v.dtype)
+                for node in gm.graph.nodes if (v := node.meta.get("example_value")) is not None]
+
+    bytegraph.compile(with_methods, backend="aot_eager")(x)
+    traced_values = values(with_methods)
+    assert len(traced_values) == 5
+    new_process()
+    torch.testing.assert_close(bytegraph.compile(with_methods, backend="aot_eager")(x), with_methods(x))
+    assert traced() == 0 and values(with_methods) == traced_values
+    new_process()
+    bytegraph.compile(with_methods, backend="eager")(x)
+    new_process()
+    bytegraph.compile(with_methods, backend="eager")(x)
+    assert traced() == 0 and values(with_methods) == []
+
+
 def test_changed_source_file_is_traced_again(warm_dir, tmp_path):
     program = tmp_path / "program.py"
 
