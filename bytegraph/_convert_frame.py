@@ -174,6 +174,9 @@ class FrameConverter:
         record_key = self._warm_start_key(code)
         if record_key is not None:
             installed = self._from_record(record_key, frame_info, record)
+            if installed is _warm_start.RUNS_AS_IS:
+                _never_offer_again(code)
+                return None
             if installed is not None:
                 return installed
         shapes = _dynamic.ShapePolicy(self.options.dynamic, _dynamic.frame_shapes(code))
@@ -204,6 +207,8 @@ class FrameConverter:
             # Under fullgraph the generated code runs anyway, as torch.compile's does: run as is,
             # the functions it calls would be compiled on their own, each required whole.
             _never_offer_again(code)
+            if record_key is not None:
+                _warm_start.save_runs_as_is(record_key, code)
             return None
         gm = result.graph_module
         compiled, graph_name = None, None
@@ -266,14 +271,15 @@ class FrameConverter:
         return _warm_start.frame_key(code, self.backend_key, self.options)
 
     def _from_record(self, key, frame_info, record):
-        """An entry installed from `code`'s warm-start record without tracing, or None."""
+        """An entry installed from `code`'s warm-start record without tracing, RUNS_AS_IS for
+        a frame the record says had nothing to capture, or None."""
         global _compiled_entries
         code = frame_info.f_code
         with record.phase("guards"):
             found = _warm_start.load(key, code, frame_info, argument_slots(code, frame_info.f_locals),
                                      example_values=self.backend_key[0] != "eager")
-        if found is None:
-            return None
+        if found is None or found is _warm_start.RUNS_AS_IS:
+            return found
         tree, (gm, inputs, recorded_code, outcome, generators), guard_lines = found
         compiled = on_failure = graph_name = None
         if gm is not None:

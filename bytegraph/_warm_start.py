@@ -17,6 +17,9 @@ the capture options and the settings that change a trace. A record holds, per en
   slots to fill, and the other objects it holds (a class it builds its result with, a
   module's globals it writes to) by where they are imported from.
 
+A frame that had nothing to capture (no tensor work) runs as it is from then on; its record
+says so, and the next process runs it as it is without tracing it first.
+
 On a miss of a code object, the records written for it are tried first: each guard is made
 again from the values this frame has (a pinned object must be at the same place with the same
 type and the same identity relations, a tensor must have the recorded metadata, the global
@@ -424,6 +427,25 @@ def save(key, frame_info, result, new_code, compiled, on_failure, gm, outcome):
     _loaded.setdefault(key, set()).add(entry)
 
 
+# The record of a frame that had nothing to capture: it runs as it is from then on, in this
+# process (the converter marks it so) and in the next, which reads it instead of tracing.
+RUNS_AS_IS = "runs as is"
+_RUNS_AS_IS_ENTRY = pickle.dumps({"runs_as_is": True})
+
+
+def save_runs_as_is(key, code):
+    entries = _read(key) or []
+    if _RUNS_AS_IS_ENTRY in entries:
+        return
+    try:
+        _write(key, entries + [_RUNS_AS_IS_ENTRY])
+    except OSError as error:
+        log.warning("bytegraph: could not write the warm-start record of %s: %s", code.co_qualname, error)
+        return
+    stats.written += 1
+    _loaded.setdefault(key, set()).add(_RUNS_AS_IS_ENTRY)
+
+
 def _entry(result, new_code, compiled, on_failure, gm, outcome, shapes):
     if result.fake_mode is not None:
         raise NotPortable("symbolic shapes")
@@ -631,6 +653,10 @@ def load(key, code, frame_info, slots, example_values=True):
     for entry in entries:
         if entry in tried:
             continue
+        if entry == _RUNS_AS_IS_ENTRY:
+            tried.add(entry)
+            stats.loaded += 1
+            return RUNS_AS_IS
         try:
             installed = _install(pickle.loads(entry), code, frame_info, slots, example_values)
         except NotPortable as why:

@@ -343,6 +343,19 @@ def test_global_state_is_checked(warm_dir):
     assert traced() == 1 and _warm_start.stats.loaded == 0
 
 
+def no_tensor_work(n):
+    return [n * 2, len(str(n))]
+
+
+def test_a_frame_with_nothing_to_capture_runs_as_is_without_tracing(warm_dir):
+    compiled = bytegraph.compile(no_tensor_work, backend="eager")
+    assert compiled(3) == [6, 1]
+    assert traced() == 1 and not entries(no_tensor_work)
+    new_process()
+    assert compiled(40) == [80, 2]
+    assert traced() == 0 and _warm_start.stats.loaded == 1 and not entries(no_tensor_work)
+
+
 def test_what_is_not_recorded(warm_dir):
     x = torch.randn(3, 4)
     bytegraph.compile(uses_helper, backend=lambda gm, inputs: gm)(x, torch.randn(4, 4))  # a callable backend
