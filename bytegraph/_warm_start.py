@@ -49,7 +49,7 @@ import types
 
 import torch
 
-from bytegraph import _dynamic, _fx_graph, _graph_failure, config
+from bytegraph import _classify, _dynamic, _fx_graph, _graph_failure, config
 from bytegraph._extension import _C
 
 log = logging.getLogger("bytegraph.warm_start")
@@ -180,15 +180,65 @@ class _Function:
         self.fingerprint = fingerprint
 
 
-def _function_fingerprint(function):
-    """A function's code digest and its default values (constants only): a helper whose
-    source changed, its defaults included, is another function."""
+def _function_fingerprint(function, depth=0):
+    """A function's code digest, default values and the contents of its closure cells
+    (constants, functions by their own fingerprints, classes and modules by name): a helper
+    whose source changed, its defaults or what it closes over included, is another function.
+    None where one of them is another kind of object."""
     defaults = (function.__defaults__, function.__kwdefaults__)
     try:
         _Writer().constant(defaults)
     except NotPortable:
         return None
-    return code_digest(function.__code__), _stable_repr(defaults)
+    cells = []
+    for cell in function.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            value = None  # an empty cell
+        if isinstance(value, types.FunctionType) and depth < 3:
+            cells.append(_function_fingerprint(value, depth + 1))
+            if cells[-1] is None:
+                return None
+            continue
+        if isinstance(value, (type, types.ModuleType)):  # a method's __class__ cell, an imported module
+            cells.append((type(value).__name__, getattr(value, "__module__", None), value.__qualname__
+                          if isinstance(value, type) else value.__name__))
+            continue
+        try:
+            _Writer().constant(value)
+        except NotPortable:
+            return None
+        cells.append(_stable_repr(value))
+    return code_digest(function.__code__), _stable_repr(defaults), tuple(cells)
+
+
+class _ModuleAttribute:
+    """A function a module holds under its name though it was made elsewhere (torch's
+    boolean_dispatch functions), found there again and compared by fingerprint."""
+
+    def __init__(self, module, name, fingerprint):
+        self.module = module
+        self.name = name
+        self.fingerprint = fingerprint
+
+
+class _AutogradApply:
+    """The graph target calling a custom autograd.Function's apply (_classify), by its class
+    and the fingerprints of the class's forward, setup_context and backward."""
+
+    def __init__(self, cls, fingerprint):
+        self.cls = cls
+        self.fingerprint = fingerprint
+
+
+def _autograd_function_fingerprint(cls):
+    parts = []
+    for name in ("forward", "setup_context", "backward", "jvp", "vmap"):
+        method = cls.__dict__.get(name)
+        method = method.__func__ if isinstance(method, (staticmethod, classmethod)) else method
+        parts.append(_function_fingerprint(method) if isinstance(method, types.FunctionType) else None)
+    return tuple(parts)
 
 
 class _Code:
@@ -239,13 +289,25 @@ class _Writer:
         except Exception:
             same = False
         if not same:
-            raise NotPortable(f"{_short(obj)} cannot be found again by name")
+            return self._found_otherwise(obj)
         if isinstance(obj, types.FunctionType):
             fingerprint = _function_fingerprint(obj)
             if fingerprint is None:
-                raise NotPortable(f"{obj.__qualname__} has defaults that are not constants")
+                raise NotPortable(f"{obj.__qualname__} has defaults or a closure that cannot be compared")
             return _Function(obj, fingerprint)
         return obj
+
+    def _found_otherwise(self, obj):
+        cls = next((cls for cls, target in list(_classify._APPLY_TARGETS.items()) if target is obj), None)
+        if cls is not None:
+            return _AutogradApply(self.named(cls), _autograd_function_fingerprint(cls))
+        module, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
+        if isinstance(obj, types.FunctionType) and isinstance(module, str) and isinstance(name, str) \
+                and getattr(sys.modules.get(module), name, None) is obj:
+            fingerprint = _function_fingerprint(obj)
+            if fingerprint is not None:
+                return _ModuleAttribute(module, name, fingerprint)
+        raise NotPortable(f"{_short(obj)} cannot be found again by name")
 
     def value(self, obj):
         """An object an ID_MATCH pins: by name, or rebound by place (modules, tensors)."""
@@ -621,6 +683,16 @@ class _Reader:
             return module
         if isinstance(value, _ModuleDict):
             return self.named(_Module(value.name)).__dict__
+        if isinstance(value, _ModuleAttribute):
+            found = getattr(sys.modules.get(value.module), value.name, None)
+            if not isinstance(found, types.FunctionType) or _function_fingerprint(found) != value.fingerprint:
+                raise NotPortable(f"{value.module}.{value.name} changed")
+            return found
+        if isinstance(value, _AutogradApply):
+            cls = self.named(value.cls)
+            if _autograd_function_fingerprint(cls) != value.fingerprint:
+                raise NotPortable(f"autograd.Function {cls.__qualname__} changed")
+            return _classify.autograd_apply_target(cls.apply)
         if isinstance(value, _Function):
             if _function_fingerprint(value.function) != value.fingerprint:
                 raise NotPortable(f"{value.function.__qualname__} changed")

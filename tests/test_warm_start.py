@@ -186,6 +186,33 @@ def test_installed_graphs_carry_example_values_as_traced(warm_dir):
     assert traced() == 0 and values(with_methods) == []
 
 
+class Doubled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def uses_library_functions(x):
+    pooled = torch.nn.functional.max_pool2d(x, 2)  # made by torch's boolean_dispatch, held by its module
+    return Doubled.apply(pooled).sum()
+
+
+def test_graph_targets_found_by_module_and_class(warm_dir):
+    x = torch.randn(1, 1, 4, 4, requires_grad=True)
+    bytegraph.compile(uses_library_functions, backend="eager")(x)
+    assert _warm_start.stats.written == 1
+    new_process()
+    got = bytegraph.compile(uses_library_functions, backend="eager")(x)
+    assert traced() == 0 and _warm_start.stats.loaded == 1
+    torch.testing.assert_close(got, uses_library_functions(x))
+    (grad,) = torch.autograd.grad(got, x)
+    torch.testing.assert_close(grad, torch.autograd.grad(uses_library_functions(x), x)[0])
+
+
 def test_changed_source_file_is_traced_again(warm_dir, tmp_path):
     program = tmp_path / "program.py"
 
