@@ -180,37 +180,64 @@ class _Function:
         self.fingerprint = fingerprint
 
 
-def _function_fingerprint(function, depth=0):
-    """A function's code digest, default values and the contents of its closure cells
-    (constants, functions by their own fingerprints, classes and modules by name): a helper
-    whose source changed, its defaults or what it closes over included, is another function.
-    None where one of them is another kind of object."""
-    defaults = (function.__defaults__, function.__kwdefaults__)
-    try:
-        _Writer().constant(defaults)
-    except NotPortable:
-        return None
-    cells = []
+def _function_fingerprint(function, seen=None):
+    """A function's code digest, default values and the contents of its closure cells: a
+    helper whose source changed, its defaults or what it closes over included, is another
+    function. None where one of them cannot be compared (_value_fingerprint)."""
+    seen = {} if seen is None else seen  # id -> order of the objects being fingerprinted
+    seen[id(function)] = len(seen)
+    parts = [code_digest(function.__code__)]
+    for value in (function.__defaults__, function.__kwdefaults__):
+        parts.append(_value_fingerprint(value, seen))
     for cell in function.__closure__ or ():
         try:
             value = cell.cell_contents
         except ValueError:
             value = None  # an empty cell
-        if isinstance(value, types.FunctionType) and depth < 3:
-            cells.append(_function_fingerprint(value, depth + 1))
-            if cells[-1] is None:
-                return None
-            continue
-        if isinstance(value, (type, types.ModuleType)):  # a method's __class__ cell, an imported module
-            cells.append((type(value).__name__, getattr(value, "__module__", None), value.__qualname__
-                          if isinstance(value, type) else value.__name__))
-            continue
-        try:
-            _Writer().constant(value)
-        except NotPortable:
-            return None
-        cells.append(_stable_repr(value))
-    return code_digest(function.__code__), _stable_repr(defaults), tuple(cells)
+        parts.append(_value_fingerprint(value, seen))
+    return None if any(part is None for part in parts) else tuple(parts)
+
+
+def _value_fingerprint(value, seen):
+    """What a closure cell or a default holds, comparable across processes: constants as they
+    are, functions by their fingerprints, classes, modules and enum members by name, and
+    containers and plain objects (a decorator's settings) by what they hold. None for
+    anything else (a module or a tensor, an object with slots)."""
+    if isinstance(value, types.FunctionType):
+        if id(value) in seen:  # a decorator's wrapper and the function it wraps reach each other
+            return ("seen before", seen[id(value)])
+        return _function_fingerprint(value, seen)
+    if isinstance(value, types.MethodType):  # torch.no_grad()'s decorator holds a bound method
+        parts = (_value_fingerprint(value.__func__, seen), _value_fingerprint(value.__self__, seen))
+        return None if None in parts else ("method",) + parts
+    if isinstance(value, (type, types.ModuleType)):
+        return (type(value).__name__, getattr(value, "__module__", None),
+                value.__qualname__ if isinstance(value, type) else value.__name__)
+    if isinstance(value, enum.Enum):
+        return ("enum", type(value).__module__, type(value).__qualname__, value.name)
+    if isinstance(value, _CONSTANT_TYPES):
+        return _stable_repr(value)
+    if id(value) in seen:
+        return ("seen before", seen[id(value)])
+    seen[id(value)] = len(seen)
+    if type(value) in (tuple, list):
+        items = [_value_fingerprint(item, seen) for item in value]
+    elif type(value) is dict:
+        items = [(_value_fingerprint(k, seen), _value_fingerprint(v, seen)) for k, v in value.items()]
+        items = None if any(None in pair for pair in items) else items
+    elif type(value) is frozenset:
+        return _stable_repr(value) if all(isinstance(item, _CONSTANT_TYPES) for item in value) else None
+    elif isinstance(value, (torch.nn.Module, torch.Tensor)) or not hasattr(value, "__dict__") \
+            or type(value).__module__ == "builtins":
+        return None
+    else:
+        attributes = sorted(vars(value).items())
+        items = [(name, _value_fingerprint(item, seen)) for name, item in attributes]
+        items = None if any(part is None for _, part in items) else items
+        return None if items is None else ("object", type(value).__module__, type(value).__qualname__, tuple(items))
+    if items is None or any(item is None for item in items):
+        return None
+    return (type(value).__name__, tuple(items))
 
 
 class _ModuleAttribute:

@@ -448,3 +448,38 @@ def test_sources_round_trip_through_specs():
         g.source_from_spec(("nowhere", "", -1, None, None))
     with pytest.raises(ValueError):
         g.source_from_spec(("attr", "x", -1, None, None))
+
+
+def test_function_fingerprints_follow_what_functions_close_over():
+    fingerprint = _warm_start._function_fingerprint
+
+    class Settings:
+        def __init__(self, offset):
+            self.offset = offset
+
+    def decorated(scale, settings):
+        def inner(x):
+            return x * scale
+
+        def wrapper(x):
+            return inner(x) + settings.offset
+
+        return wrapper
+
+    assert fingerprint(decorated(2, Settings(1))) == fingerprint(decorated(2, Settings(1)))
+    assert fingerprint(decorated(2, Settings(1))) != fingerprint(decorated(3, Settings(1)))
+    assert fingerprint(decorated(2, Settings(1))) != fingerprint(decorated(2, Settings(2)))
+
+    def mutual():
+        def first(x):
+            return second(x)
+
+        def second(x):
+            return first(x)
+
+        return first
+
+    assert fingerprint(mutual()) is not None and fingerprint(mutual()) == fingerprint(mutual())
+    weight = torch.ones(2)
+    assert fingerprint(lambda x: x * weight) is None  # a tensor is no setting to compare
+    assert fingerprint(torch.no_grad()(lambda x: x)) is not None  # torch's decorator: a bound method
