@@ -6,12 +6,11 @@ also written to a record file named by a key over everything the entry was made 
 code object's content, the Python, torch and bytegraph builds, the backend and its settings,
 the capture options and the settings that change a trace. A record holds, per entry:
 
-- the guards as the trace logged them, each value replaced by a portable form: constants as
-  they are; modules, classes and functions by where they are imported from (a function with
-  its code's digest and its defaults, so an edited helper is not taken for the old one); a
-  code object by its
-  content; a tensor by its metadata; an nn.Module or tensor whose identity the entry pins by its type and by which of
-  the other pinned objects it is (rebound to this process's object at the same place);
+- the guards as the trace logged them, each value in its portable form (`_portable`:
+  constants as they are, modules, classes and functions by where they are imported from, a
+  function also by its fingerprint, a code object by its content, a tensor by its metadata,
+  an nn.Module or tensor the entry pins by identity rebound to this process's object at the
+  same place);
 - the graph, node by node, with the module attributes it calls bound by those places;
 - the generated code, marshalled, with the compiled graph and its failure handler left as
   slots to fill, and the other objects it holds (a class it builds its result with, a
@@ -49,7 +48,9 @@ import types
 
 import torch
 
-from bytegraph import _classify, _dynamic, _fx_graph, _graph_failure, config
+from bytegraph import _dynamic, _fx_graph, _graph_failure, config
+from bytegraph._portable import (Code, Frame, NotPortable, Pinned, Reader, Writer, code_digest, same_code,
+                                  tensor_metadata)
 from bytegraph._extension import _C
 
 log = logging.getLogger("bytegraph.warm_start")
@@ -62,8 +63,6 @@ _CONSTANT_SLOT = "\x00bytegraph warm start: constant "
 # Settings whose value changes what a trace produces (the others change how calls run).
 _TRACE_SETTINGS = ("capture_scalar_outputs", "automatic_dynamic_shapes", "automatic_dynamic_shapes_mark_as",
                    "force_parameter_static_shapes", "assume_static_by_default", "optimize_ddp")
-_CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), torch.dtype, torch.device,
-                   torch.layout, torch.memory_format)
 
 
 @dataclasses.dataclass
@@ -80,10 +79,6 @@ class Stats:
 stats = Stats()
 
 
-class NotPortable(Exception):
-    """This entry depends on something another process cannot find again."""
-
-
 def enabled():
     return bool(config.warm_start_dir)
 
@@ -91,47 +86,27 @@ def enabled():
 # --- keys ---------------------------------------------------------------------------------
 
 
-def code_digest(code):
-    """A digest of what a code object does: its bytecode, constants (nested code included),
-    names, flags, location and line table; the same in every process for the same source."""
-    digest = hashlib.sha256()
-    _digest_code(code, digest)
-    return digest.hexdigest()
-
-
-def _digest_code(code, digest):
-    for part in (code.co_code, code.co_linetable, code.co_exceptiontable):
-        digest.update(len(part).to_bytes(8, "little") + part)
-    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_flags,
-                        code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_filename,
-                        code.co_qualname, code.co_firstlineno)).encode())
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _digest_code(const, digest)
-        else:
-            digest.update(_stable_repr(const).encode() + b"\x00")
-
-
-def _stable_repr(value):
-    """repr, except that a frozenset's order (string hashing is randomised per process) is fixed."""
-    if isinstance(value, frozenset):
-        return "frozenset({" + ", ".join(sorted(_stable_repr(item) for item in value)) + "})"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_stable_repr(item) for item in value) + ",)"
-    return repr(value)
-
-
 _build_id = None
 
 
 def _bytegraph_build():
-    """The extension's content digest: a rebuilt core never reads another build's records."""
+    """A digest of bytegraph itself, its extension and its Python: another build never reads
+    this one's records."""
     global _build_id
     if _build_id is None:
         digest = hashlib.sha256()
-        with open(_C.__file__, "rb") as binary:
-            for block in iter(lambda: binary.read(1 << 20), b""):
-                digest.update(block)
+        package = os.path.dirname(os.path.abspath(__file__))
+        # The extension by its size and modification time (reading its megabytes would cost a
+        # tenth of a second): a rebuilt core is another build.
+        status = os.stat(_C.__file__)
+        digest.update(repr((os.path.basename(_C.__file__), status.st_size, status.st_mtime_ns)).encode())
+        files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(package)
+                       for name in names if name.endswith(".py"))
+        for path in files:
+            digest.update(os.path.relpath(path, package).encode())
+            with open(path, "rb") as source:
+                for block in iter(lambda: source.read(1 << 20), b""):
+                    digest.update(block)
         _build_id = digest.hexdigest()
     return _build_id
 
@@ -153,224 +128,9 @@ def _record_path(key):
 # --- portable values ----------------------------------------------------------------------
 
 
-class _Pinned:
-    """An object the entry pins by identity that is rebound by place: an nn.Module or a tensor
-    (parameter, buffer) of this process found where the recorded one was."""
-
-    def __init__(self, type_, group):
-        self.type = type_
-        self.group = group
-
-
-class _Module:
-    def __init__(self, name):
-        self.name = name
-
-
-class _ModuleDict:
-    def __init__(self, name):
-        self.name = name
-
-
-class _Function:
-    """A function by where it is imported from, and what it does: its code and defaults."""
-
-    def __init__(self, function, fingerprint):
-        self.function = function
-        self.fingerprint = fingerprint
-
-
-def _function_fingerprint(function, seen=None):
-    """A function's code digest, default values and the contents of its closure cells: a
-    helper whose source changed, its defaults or what it closes over included, is another
-    function. None where one of them cannot be compared (_value_fingerprint)."""
-    seen = {} if seen is None else seen  # id -> order of the objects being fingerprinted
-    seen[id(function)] = len(seen)
-    parts = [code_digest(function.__code__)]
-    for value in (function.__defaults__, function.__kwdefaults__):
-        parts.append(_value_fingerprint(value, seen))
-    for cell in function.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            value = None  # an empty cell
-        parts.append(_value_fingerprint(value, seen))
-    return None if any(part is None for part in parts) else tuple(parts)
-
-
-def _value_fingerprint(value, seen):
-    """What a closure cell or a default holds, comparable across processes: constants as they
-    are, functions by their fingerprints, classes, modules and enum members by name, and
-    containers and plain objects (a decorator's settings) by what they hold. None for
-    anything else (a module or a tensor, an object with slots)."""
-    if isinstance(value, types.FunctionType):
-        if id(value) in seen:  # a decorator's wrapper and the function it wraps reach each other
-            return ("seen before", seen[id(value)])
-        return _function_fingerprint(value, seen)
-    if isinstance(value, types.MethodType):  # torch.no_grad()'s decorator holds a bound method
-        parts = (_value_fingerprint(value.__func__, seen), _value_fingerprint(value.__self__, seen))
-        return None if None in parts else ("method",) + parts
-    if isinstance(value, (type, types.ModuleType)):
-        return (type(value).__name__, getattr(value, "__module__", None),
-                value.__qualname__ if isinstance(value, type) else value.__name__)
-    if isinstance(value, enum.Enum):
-        return ("enum", type(value).__module__, type(value).__qualname__, value.name)
-    if isinstance(value, _CONSTANT_TYPES):
-        return _stable_repr(value)
-    if id(value) in seen:
-        return ("seen before", seen[id(value)])
-    seen[id(value)] = len(seen)
-    if type(value) in (tuple, list):
-        items = [_value_fingerprint(item, seen) for item in value]
-    elif type(value) is dict:
-        items = [(_value_fingerprint(k, seen), _value_fingerprint(v, seen)) for k, v in value.items()]
-        items = None if any(None in pair for pair in items) else items
-    elif type(value) is frozenset:
-        return _stable_repr(value) if all(isinstance(item, _CONSTANT_TYPES) for item in value) else None
-    elif isinstance(value, (torch.nn.Module, torch.Tensor)) or not hasattr(value, "__dict__") \
-            or type(value).__module__ == "builtins":
-        return None
-    else:
-        attributes = sorted(vars(value).items())
-        items = [(name, _value_fingerprint(item, seen)) for name, item in attributes]
-        items = None if any(part is None for _, part in items) else items
-        return None if items is None else ("object", type(value).__module__, type(value).__qualname__, tuple(items))
-    if items is None or any(item is None for item in items):
-        return None
-    return (type(value).__name__, tuple(items))
-
-
-class _ModuleAttribute:
-    """A function a module holds under its name though it was made elsewhere (torch's
-    boolean_dispatch functions), found there again and compared by fingerprint."""
-
-    def __init__(self, module, name, fingerprint):
-        self.module = module
-        self.name = name
-        self.fingerprint = fingerprint
-
-
-class _AutogradApply:
-    """The graph target calling a custom autograd.Function's apply (_classify), by its class
-    and the fingerprints of the class's forward, setup_context and backward."""
-
-    def __init__(self, cls, fingerprint):
-        self.cls = cls
-        self.fingerprint = fingerprint
-
-
-def _autograd_function_fingerprint(cls):
-    parts = []
-    for name in ("forward", "setup_context", "backward", "jvp", "vmap"):
-        method = cls.__dict__.get(name)
-        method = method.__func__ if isinstance(method, (staticmethod, classmethod)) else method
-        parts.append(_function_fingerprint(method) if isinstance(method, types.FunctionType) else None)
-    return tuple(parts)
-
-
-class _Code:
-    """A code object an entry pins, by its content (found at its place, then compared)."""
-
-    def __init__(self, digest):
-        self.digest = digest
-
-
 class _NodeRef:
     def __init__(self, name):
         self.name = name
-
-
-class _Writer:
-    """Turns this process's values into portable ones (raising NotPortable)."""
-
-    def __init__(self):
-        self.pinned = {}  # id(obj) -> (_Pinned, obj)
-
-    def constant(self, value):
-        if isinstance(value, _CONSTANT_TYPES):
-            return value
-        if isinstance(value, (tuple, list, frozenset)) and type(value) in (tuple, list, frozenset):
-            return type(value)(self.constant(item) for item in value)
-        if type(value) is slice:
-            return slice(self.constant(value.start), self.constant(value.stop), self.constant(value.step))
-        if isinstance(value, torch.Size):
-            return value
-        if type(value) is dict:
-            return {self.constant(k): self.constant(v) for k, v in value.items()}
-        raise NotPortable(f"a value of type {type(value).__name__}")
-
-    def named(self, obj):
-        """A module, class or function, by where it is imported from."""
-        if isinstance(obj, types.ModuleType):
-            if sys.modules.get(obj.__name__) is not obj:
-                raise NotPortable(f"module {obj.__name__} outside sys.modules")
-            return _Module(obj.__name__)
-        if isinstance(obj, dict):
-            name = obj.get("__name__")
-            module = sys.modules.get(name) if isinstance(name, str) else None
-            if module is None or getattr(module, "__dict__", None) is not obj:
-                raise NotPortable("a dict that is no module's globals")
-            return _ModuleDict(name)
-        try:
-            same = pickle.loads(pickle.dumps(obj)) is obj
-        except Exception:
-            same = False
-        if not same:
-            return self._found_otherwise(obj)
-        if isinstance(obj, types.FunctionType):
-            fingerprint = _function_fingerprint(obj)
-            if fingerprint is None:
-                raise NotPortable(f"{obj.__qualname__} has defaults or a closure that cannot be compared")
-            return _Function(obj, fingerprint)
-        return obj
-
-    def _found_otherwise(self, obj):
-        cls = next((cls for cls, target in list(_classify._APPLY_TARGETS.items()) if target is obj), None)
-        if cls is not None:
-            return _AutogradApply(self.named(cls), _autograd_function_fingerprint(cls))
-        module, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
-        if isinstance(obj, types.FunctionType) and isinstance(module, str) and isinstance(name, str) \
-                and getattr(sys.modules.get(module), name, None) is obj:
-            fingerprint = _function_fingerprint(obj)
-            if fingerprint is not None:
-                return _ModuleAttribute(module, name, fingerprint)
-        raise NotPortable(f"{_short(obj)} cannot be found again by name")
-
-    def value(self, obj):
-        """An object an ID_MATCH pins: by name, or rebound by place (modules, tensors)."""
-        if isinstance(obj, (torch.nn.Module, torch.Tensor)):
-            entry = self.pinned.get(id(obj))
-            if entry is None:
-                entry = self.pinned[id(obj)] = (_Pinned(self.named(type(obj)), len(self.pinned)), obj)
-            return entry[0]
-        if isinstance(obj, _CONSTANT_TYPES):
-            return obj
-        if isinstance(obj, types.CodeType):
-            return _Code(code_digest(obj))
-        return self.named(obj)
-
-    def source(self, source):
-        return self._spec(source.spec())
-
-    def _spec(self, spec):
-        kind, name, index, key, base = spec
-        if kind in ("stride", "storage_offset", "viewed_dict"):
-            raise NotPortable(f"a {kind} source")
-        if kind == "held":
-            key = self.named(key)
-        elif kind in ("item", "stored_item"):
-            key = self.constant(key)
-        return (kind, name, index, key, None if base is None else self._spec(base))
-
-
-def _short(obj):
-    text = repr(obj)
-    return text if len(text) < 80 else text[:77] + "..."
-
-
-def _tensor_metadata(tensor):
-    return (type(tensor), tensor.dtype, tensor.device, tuple(tensor.shape), tuple(tensor.stride()),
-            tensor.requires_grad, str(torch._C._dispatch_keys(tensor)), tensor.is_leaf)
 
 
 def _portable_guards(result, writer):
@@ -387,7 +147,7 @@ def _portable_guards(result, writer):
         elif kind == "tensor":
             if unchecked_sizes or unchecked_strides:
                 raise NotPortable("symbolic sizes")
-            payload = writer.named(type(obj)), _tensor_metadata(obj)[1:]
+            payload = writer.named(type(obj)), tensor_metadata(obj)[1:]
         elif kind in ("length", "size", "none"):
             payload = length
         elif kind == "set_items":
@@ -540,7 +300,7 @@ def _entry(result, new_code, compiled, on_failure, gm, outcome, shapes):
         raise NotPortable("symbolic shapes")
     if result.torch_function_inlined:
         raise NotPortable("an inlined __torch_function__")
-    writer = _Writer()
+    writer = Writer()
     guards = _portable_guards(result, writer)
     distinct = [writer.source(source) for source in result.distinct_sources]
     inputs = [writer.source(source) for source in result.input_sources] if gm is not None else []
@@ -567,8 +327,8 @@ def _entry(result, new_code, compiled, on_failure, gm, outcome, shapes):
 
 
 def _check_round_trip(entry, result, frame_info):
-    frame = _Frame(frame_info)
-    rebuilt = _guard_set(pickle.loads(entry), _Reader(frame), frame)
+    frame = Frame(frame_info)
+    rebuilt = _guard_set(pickle.loads(entry), Reader(frame), frame)
     expected = list(result.guard_set.describe())
     if rebuilt is None or list(rebuilt.describe()) != expected:
         got = [] if rebuilt is None else list(rebuilt.describe())
@@ -653,94 +413,6 @@ def reset():
     _resume_codes.clear()
 
 
-class _Frame:
-    """The values a frame's guards read, reached by source spec."""
-
-    def __init__(self, frame_info):
-        self.function = frame_info.function
-        self.f_locals = frame_info.f_locals
-
-    def value(self, spec):
-        kind, name, index, key, base = spec
-        if kind == "local":
-            return self.f_locals[name]
-        if kind == "global":
-            return self.function.__globals__[name]
-        if kind == "builtin":
-            return self.builtins()[name]
-        if kind == "closure":
-            return self.function.__closure__[index].cell_contents
-        if kind == "globals":
-            return self.function.__globals__
-        if kind == "held":
-            return key
-        parent = self.value(base)
-        if kind == "attr":
-            return getattr(parent, name)
-        if kind == "item":
-            return parent[key]
-        if kind == "stored_item":
-            for stored in (dict, list, tuple):
-                if isinstance(parent, stored):
-                    return stored.__getitem__(parent, key)
-            raise KeyError(key)
-        if kind == "type":
-            return type(parent)
-        if kind == "instance_dict":
-            return object.__getattribute__(parent, "__dict__")
-        raise NotPortable(f"a {kind} source")
-
-    def builtins(self):
-        found = self.function.__builtins__
-        return found if isinstance(found, dict) else found.__dict__
-
-
-class _Reader:
-    """Makes the portable values of one entry this process's again, checking as it goes."""
-
-    def __init__(self, frame):
-        self.frame = frame
-        self.pinned = {}  # group -> object found for it
-
-    def named(self, value):
-        if isinstance(value, _Module):
-            module = sys.modules.get(value.name)
-            if module is None:
-                raise NotPortable(f"module {value.name} is not imported")
-            return module
-        if isinstance(value, _ModuleDict):
-            return self.named(_Module(value.name)).__dict__
-        if isinstance(value, _ModuleAttribute):
-            found = getattr(sys.modules.get(value.module), value.name, None)
-            if not isinstance(found, types.FunctionType) or _function_fingerprint(found) != value.fingerprint:
-                raise NotPortable(f"{value.module}.{value.name} changed")
-            return found
-        if isinstance(value, _AutogradApply):
-            cls = self.named(value.cls)
-            if _autograd_function_fingerprint(cls) != value.fingerprint:
-                raise NotPortable(f"autograd.Function {cls.__qualname__} changed")
-            return _classify.autograd_apply_target(cls.apply)
-        if isinstance(value, _Function):
-            if _function_fingerprint(value.function) != value.fingerprint:
-                raise NotPortable(f"{value.function.__qualname__} changed")
-            return value.function
-        return value
-
-    def source(self, spec):
-        kind, name, index, key, base = spec
-        if kind == "held":
-            key = self.named(key)
-        return (kind, name, index, key, None if base is None else self.source(base))
-
-    def pin(self, pinned, obj):
-        if type(obj) is not self.named(pinned.type):
-            raise NotPortable(f"a {type(obj).__name__} where a {pinned.type.__name__} was")
-        found = self.pinned.setdefault(pinned.group, obj)
-        if found is not obj:
-            raise NotPortable("one pinned place holds another object than before")
-        return obj
-
-
 def load(key, code, frame_info, slots, example_values=True):
     """(guard tree, (graph, example inputs, generated code, outcome, generators to restore),
     guard lines) of an entry of `code`'s record that applies to this frame, or None.
@@ -775,8 +447,8 @@ def load(key, code, frame_info, slots, example_values=True):
 
 
 def _install(payload, code, frame_info, slots, example_values):
-    frame = _Frame(frame_info)
-    reader = _Reader(frame)
+    frame = Frame(frame_info)
+    reader = Reader(frame)
     guard_set = _guard_set(payload, reader, frame)
     if guard_set is None:
         return None
@@ -800,10 +472,10 @@ def _guard_set(payload, reader, frame):
         if kind == "type":
             guard_set.add_type_match(source, reader.named(value))
         elif kind == "id":
-            if isinstance(value, _Pinned):
+            if isinstance(value, Pinned):
                 value = reader.pin(value, frame.value(spec))
-            elif isinstance(value, _Code):
-                value = _same_code(frame.value(spec), value.digest)
+            elif isinstance(value, Code):
+                value = same_code(frame.value(spec), value.digest)
             guard_set.add_id_match(source, reader.named(value))
         elif kind == "equals":
             guard_set.add_equals_match(source, value)
@@ -813,7 +485,7 @@ def _guard_set(payload, reader, frame):
             tensor = frame.value(spec)
             type_, metadata = value
             if not isinstance(tensor, torch.Tensor) or type(tensor) is not reader.named(type_) \
-                    or _tensor_metadata(tensor)[1:] != metadata:
+                    or tensor_metadata(tensor)[1:] != metadata:
                 return None
             guard_set.add_tensor_match(source, tensor)
         elif kind == "length":
@@ -853,12 +525,6 @@ _resume_codes = {}
 
 def _shared_resume_code(code):
     return _resume_codes.setdefault(code_digest(code), code)
-
-
-def _same_code(code, digest):
-    if not isinstance(code, types.CodeType) or code_digest(code) != digest:
-        raise NotPortable("a function's code changed")
-    return code
 
 
 def _rebuild(payload, reader, frame, example_values):

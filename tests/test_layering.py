@@ -26,7 +26,7 @@ LAYERS = {
         "viewer.events", "viewer.listing", "viewer.html", "viewer.beamer", "viewer.org", "viewer.__init__",
     },
     "compile": {  # from a frame to its compiled entry: backends, the frame converter
-        "backends", "_distributed", "_warm_start", "_convert_frame",
+        "backends", "_distributed", "_portable", "_warm_start", "_convert_frame",
     },
     "public": {  # what users import and run
         "optimized_module", "api", "tracing", "explain", "comptime", "testing", "examples", "demo", "run",

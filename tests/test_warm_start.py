@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph import _compile_metrics, _warm_start
+from bytegraph import _compile_metrics, _portable, _warm_start
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS_DIR)
@@ -399,7 +399,7 @@ def test_two_processes(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
         import torch, bytegraph
-        from bytegraph import _compile_metrics, _warm_start
+        from bytegraph import _compile_metrics, _portable, _warm_start
 
         class Net(torch.nn.Module):
             def __init__(self):
@@ -451,7 +451,7 @@ def test_sources_round_trip_through_specs():
 
 
 def test_function_fingerprints_follow_what_functions_close_over():
-    fingerprint = _warm_start._function_fingerprint
+    fingerprint = _portable.function_fingerprint
 
     class Settings:
         def __init__(self, offset):
