@@ -171,9 +171,10 @@ class FrameConverter:
         grad_enabled_at_entry = torch.is_grad_enabled()  # guarded; what a fallback restarts with
         misses = _report_recompile(code, self.options.guard_fail_fn)
         record.recompile_reasons = misses
+        slots = argument_slots(code, frame_info.f_locals)
         record_key = self._warm_start_key(code)
         if record_key is not None:
-            installed = self._from_record(record_key, frame_info, record)
+            installed = self._from_record(record_key, frame_info, slots, record)
             if installed is _warm_start.RUNS_AS_IS:
                 _never_offer_again(code)
                 return None
@@ -182,7 +183,7 @@ class FrameConverter:
         shapes = _dynamic.ShapePolicy(self.options.dynamic, _dynamic.frame_shapes(code))
         try:
             with record.phase("tracing"), _structured_trace.recording_steps(record):
-                result = _C.trace.trace_frame(frame_info.function, argument_slots(code, frame_info.f_locals),
+                result = _C.trace.trace_frame(frame_info.function, slots,
                                               allow_graph_break=not self.options.fullgraph, log=_logging.trace_sink(),
                                               shapes=shapes)
         except _C.Unsupported as error:
@@ -254,7 +255,7 @@ class FrameConverter:
         outcome = "captured" if info is None else "split"
         record.captured(new_code, guard_lines, outcome, plan.resume_codes)
         if record_key is not None and (graph_name is None or backend is self._compiler()):
-            _warm_start.save(record_key, frame_info, result, new_code, compiled, on_failure,
+            _warm_start.save(record_key, frame_info, slots, result, new_code, compiled, on_failure,
                              gm if graph_name is not None else None, outcome)
         global _compiled_entries
         _compiled_entries += 1
@@ -270,14 +271,13 @@ class FrameConverter:
             return None
         return _warm_start.frame_key(code, self.backend_key, self.options)
 
-    def _from_record(self, key, frame_info, record):
+    def _from_record(self, key, frame_info, slots, record):
         """An entry installed from `code`'s warm-start record without tracing, RUNS_AS_IS for
         a frame the record says had nothing to capture, or None."""
         global _compiled_entries
         code = frame_info.f_code
         with record.phase("guards"):
-            found = _warm_start.load(key, code, frame_info, argument_slots(code, frame_info.f_locals),
-                                     example_values=self.backend_key[0] != "eager")
+            found = _warm_start.load(key, code, frame_info, slots, example_values=self.backend_key[0] != "eager")
         if found is None or found is _warm_start.RUNS_AS_IS:
             return found
         tree, (gm, inputs, recorded_code, outcome, generators), guard_lines = found

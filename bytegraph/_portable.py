@@ -19,6 +19,7 @@ import types
 import torch
 
 from bytegraph import _classify
+from bytegraph._extension import _C
 
 
 CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), torch.dtype, torch.device,
@@ -275,52 +276,33 @@ def tensor_metadata(tensor):
 
 
 class Frame:
-    """The values a frame's guards read, reached by source spec."""
+    """The values a frame's guards read (its argument slots, globals, builtins and closure),
+    read through the guards' own accessors."""
 
-    def __init__(self, frame_info):
-        self.function = frame_info.function
-        self.f_locals = frame_info.f_locals
+    def __init__(self, frame_info, slots):
+        function = frame_info.function
+        self.slots = list(slots)
+        self.globals = function.__globals__
+        found = function.__builtins__
+        self.builtins = found if isinstance(found, dict) else found.__dict__
+        self.closure = function.__closure__
 
     def value(self, spec):
-        kind, name, index, key, base = spec
-        if kind == "local":
-            return self.f_locals[name]
-        if kind == "global":
-            return self.function.__globals__[name]
-        if kind == "builtin":
-            return self.builtins()[name]
-        if kind == "closure":
-            return self.function.__closure__[index].cell_contents
-        if kind == "globals":
-            return self.function.__globals__
-        if kind == "held":
-            return key
-        parent = self.value(base)
-        if kind == "attr":
-            return getattr(parent, name)
-        if kind == "item":
-            return parent[key]
-        if kind == "stored_item":
-            for stored in (dict, list, tuple):
-                if isinstance(parent, stored):
-                    return stored.__getitem__(parent, key)
-            raise KeyError(key)
-        if kind == "type":
-            return type(parent)
-        if kind == "instance_dict":
-            return object.__getattribute__(parent, "__dict__")
-        raise NotPortable(f"a {kind} source")
+        found = _C.guards.read_source(_C.guards.source_from_spec(spec), self.slots, self.globals, self.builtins,
+                                      self.closure)
+        if found is _C.guards.UNBOUND:
+            raise NotPortable(f"no value at {_C.guards.source_from_spec(spec)!r}")
+        return found
 
-    def builtins(self):
-        found = self.function.__builtins__
-        return found if isinstance(found, dict) else found.__dict__
+    def passes(self, tree):
+        """Whether a guard tree passes on this frame."""
+        return tree.check_locals(self.slots, self.globals, self.builtins, self.closure)
 
 
 class Reader:
     """Makes the portable values of one entry this process's again, checking as it goes."""
 
-    def __init__(self, frame):
-        self.frame = frame
+    def __init__(self):
         self.pinned = {}  # group -> object found for it
 
     def named(self, value):

@@ -248,14 +248,14 @@ def _portable_code(new_code, compiled, on_failure, writer):
 # --- writing ------------------------------------------------------------------------------
 
 
-def save(key, frame_info, result, new_code, compiled, on_failure, gm, outcome):
+def save(key, frame_info, slots, result, new_code, compiled, on_failure, gm, outcome):
     """Append this entry to the frame's record (best effort: a failure only costs a warm
     start). Before it is written, its guards are made again from the record on this frame
     and must come out as the trace's own, guard for guard."""
     code = frame_info.f_code
     try:
         entry = _entry(result, new_code, compiled, on_failure, gm, outcome, _dynamic.frame_shapes(code))
-        _check_round_trip(entry, result, frame_info)
+        _check_round_trip(entry, result, frame_info, slots)
     except NotPortable as why:
         stats.not_written += 1
         log.debug("%s: entry not recorded for warm starts: %s", code.co_qualname, why)
@@ -326,9 +326,9 @@ def _entry(result, new_code, compiled, on_failure, gm, outcome, shapes):
         raise NotPortable(f"{type(error).__name__}: {error}") from None
 
 
-def _check_round_trip(entry, result, frame_info):
-    frame = Frame(frame_info)
-    rebuilt = _guard_set(pickle.loads(entry), Reader(frame), frame)
+def _check_round_trip(entry, result, frame_info, slots):
+    frame = Frame(frame_info, slots)
+    rebuilt = _guard_set(pickle.loads(entry), Reader(), frame)
     expected = list(result.guard_set.describe())
     if rebuilt is None or list(rebuilt.describe()) != expected:
         got = [] if rebuilt is None else list(rebuilt.describe())
@@ -447,14 +447,13 @@ def load(key, code, frame_info, slots, example_values=True):
 
 
 def _install(payload, code, frame_info, slots, example_values):
-    frame = Frame(frame_info)
-    reader = Reader(frame)
+    frame = Frame(frame_info, slots)
+    reader = Reader()
     guard_set = _guard_set(payload, reader, frame)
     if guard_set is None:
         return None
     tree = guard_set.build()
-    function = frame.function
-    if not tree.check_locals(list(slots), function.__globals__, frame.builtins(), function.__closure__):
+    if not frame.passes(tree):
         return None
     shapes = _dynamic.frame_shapes(code)
     if not shapes.sizes and not shapes.ints:

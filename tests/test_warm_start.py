@@ -444,6 +444,11 @@ def test_sources_round_trip_through_specs():
         assert g.source_from_spec(spec).spec() == spec
     held = g.source_from_spec(("attr", "forward", -1, None, ("held", "class Block@0x1", -1, Block, None)))
     assert repr(held).startswith("class ") and f"{id(Block):x}" in repr(held)  # this process's address
+    # A source is read as the guards read it (a frame given as for GuardTree.check_locals).
+    block = Block()
+    assert g.read_source(base.attr("fc").attr("weight"), [block]) is block.fc.weight
+    assert g.read_source(g.global_("torch").attr("relu"), [], {"torch": torch}) is torch.relu
+    assert g.read_source(base.attr("absent"), [block]) is g.UNBOUND
     with pytest.raises(ValueError):
         g.source_from_spec(("nowhere", "", -1, None, None))
     with pytest.raises(ValueError):

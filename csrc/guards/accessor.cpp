@@ -391,4 +391,16 @@ std::unique_ptr<Accessor> make_accessor(const Source& source,
   throw InternalError("make_accessor: unknown source kind");
 }
 
+py::Ref<> read_source(const SourcePtr& source, const FrameValues& frame) {
+  py::Ref<> parent;
+  if (source->base) {
+    parent = read_source(source->base, frame);
+    if (!parent) return {};
+  }
+  // One accessor per link, made for this read: off the hot path (warm-start records).
+  std::unique_ptr<Accessor> accessor = make_accessor(*source, std::make_unique<GuardManager>(source));
+  Fetched fetched = accessor->fetch(parent.get(), frame);
+  return fetched ? py::Ref<>::newref(fetched.get()) : py::Ref<>();
+}
+
 }  // namespace bytegraph::guards

@@ -83,4 +83,7 @@ class Accessor {
 // source), owning `child`.
 std::unique_ptr<Accessor> make_accessor(const Source& source, std::unique_ptr<GuardManager> child);
 
+// The value at `source` in `frame`, read as the guards read it, or null where it is missing.
+py::Ref<> read_source(const SourcePtr& source, const FrameValues& frame);
+
 }  // namespace bytegraph::guards

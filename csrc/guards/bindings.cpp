@@ -12,6 +12,7 @@
 
 #include "binding_gc.h"
 #include "bindings.h"
+#include "guards/accessor.h"
 #include "guards/guard_set.h"
 #include "guards/python_handles.h"
 #include "guards/source.h"
@@ -107,6 +108,21 @@ void bind_sources(nb::module_& m) {
     require_non_negative(index, "index");
     return PySource{guards::closure_source(std::move(name), index)};
   }, nb::arg("name"), nb::arg("index"));
+}
+
+void bind_source_reader(nb::module_& m) {
+  m.def(
+      "read_source",
+      [](const PySource& s, nb::handle locals, nb::handle globals, nb::handle builtins,
+         nb::handle closure) -> nb::object {
+        PyFrame frame(locals, globals, builtins, closure);
+        py::Ref<> value = guards::read_source(s.source, frame.values());
+        return value ? nb::steal(value.release()) : nb::borrow(unbound_marker);
+      },
+      nb::arg("source"), nb::arg("locals"), nb::arg("globals") = nb::none(), nb::arg("builtins") = nb::none(),
+      nb::arg("closure") = nb::none(),
+      "The value at `source` in the frame described as for GuardTree.check_locals, read as the "
+      "guards read it; UNBOUND where it is missing.");
 }
 
 void traverse_guard_set(const GuardSet& set, py::Visitor& visit) { set.traverse(visit); }
@@ -249,6 +265,7 @@ void bind_guards(nb::module_& parent) {
   m.attr("UNBOUND") = marker;
   unbound_marker = marker.ptr();
   bind_sources(m);
+  bind_source_reader(m);
   bind_guard_set(m);
   bind_guard_tree(m);
 }

@@ -7,7 +7,7 @@ compile options that go with it.
 - aot_eager: AOTAutograd's forward/backward graphs, run eagerly (slower: used on a fraction)
 - warm_start: "eager" by name with warm-start records; the program runs once to write them and
   is compared on its second run, as a new process installing the recorded entries
-  (runner._run_warm_started)
+  (runner.warm_started)
 """
 
 from bytegraph.testing import CompileCounter, CompileCounterWithBackend

@@ -106,7 +106,8 @@ def _run(source, filename, compile_with, module=False):
 
 def _run_compiled(source, filename, backend_name):
     if backend_name == "warm_start":
-        return _run_warm_started(source, filename)
+        return warm_started(
+            lambda: _run(source, filename, lambda fn: bytegraph.compile(fn, backend="eager"), module=True))
     counter, options = backends.make(backend_name)
     bytegraph.reset()
     try:
@@ -115,13 +116,6 @@ def _run_compiled(source, filename, backend_name):
     finally:
         bytegraph.reset()
     return counter, calls
-
-
-def _run_warm_started(source, filename):
-    """runner's run of a program under the "warm_start" configuration (warm_started)."""
-    counts, calls = warm_started(
-        lambda: _run(source, filename, lambda fn: bytegraph.compile(fn, backend="eager"), module=True))
-    return counts, calls
 
 
 def warm_started(run_once):
