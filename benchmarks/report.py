@@ -5,7 +5,7 @@ import math
 import os
 import re
 
-from benchmarks import dynamic_shapes, first_call
+from benchmarks import dynamic_shapes, first_call, inductor_zoo
 
 GOAL_TRACE_SPEEDUP = 10.0  # tracing at least 10x faster than Dynamo (#28)
 GOAL_FLOOR_RATIO = 1.5  # within 1.5x of the fake-tensor floor
@@ -353,6 +353,7 @@ def summary_section(results):
             steady.append(f"{name} {measured['bytegraph_s'] / measured['torch_s']:.2f}x")
     if steady:
         lines.append(f"- Inductor steady state, bytegraph / torch.compile: {', '.join(steady)} (1.00x is parity).")
+    lines += inductor_zoo.summary_lines(results)
     lines += first_call.summary_lines(results.get("first_call"))
     lines += dynamic_shapes.summary_lines(results)
     crashed = [row["model"]["name"] for row in results["models"] if row.get("crash")]
@@ -371,6 +372,7 @@ def markdown(results):
     lines += cache_section(results)
     lines += per_op_section(results)
     lines += inductor_section(results)
+    lines += inductor_zoo.report_section(results)
     lines += capture_section(results)
     lines += first_call.report_section(results)
     lines += dynamic_shapes.report_section(results)

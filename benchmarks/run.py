@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks import dynamic_shapes, first_call, models, report, timing, zoo
+from benchmarks import dynamic_shapes, first_call, inductor_zoo, models, report, timing, zoo
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,6 +101,9 @@ def parse_args(argv):
     parser.add_argument("--no-zoo", action="store_true", help="skip the model zoo (benchmarks.zoo)")
     parser.add_argument("--zoo-models", nargs="*", default=None, help="zoo models (default: all)")
     parser.add_argument("--inductor-models", nargs="*", default=DEFAULT_INDUCTOR_MODELS)
+    parser.add_argument("--no-inductor-zoo", action="store_true",
+                        help="skip inductor on the zoo's whole models (benchmarks.inductor_zoo)")
+    parser.add_argument("--inductor-zoo-models", nargs="*", default=inductor_zoo.DEFAULT_MODELS)
     parser.add_argument("--profile-models", nargs="*", default=None,
                         help="models whose tracing path is profiled with cProfile (default: MLP CNN; "
                         "none with --smoke)")
@@ -180,6 +183,8 @@ def main(argv=None):
                                      env_extra={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
                 row["system"] = system
                 results["inductor"].append(row)
+    if not (args.no_inductor or args.no_inductor_zoo or args.no_transformers) and models.have_transformers():
+        results["inductor_zoo"] = inductor_zoo.run_all(args.inductor_zoo_models, timeout=args.timeout)
     if not args.no_first_calls:
         results["first_call"] = first_call.run_all(timeout=args.timeout, repo_root=REPO_ROOT,
                                                    inductor=not args.no_inductor)

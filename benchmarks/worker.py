@@ -6,6 +6,7 @@
     python -m benchmarks.worker profile NAME --out result.json
     python -m benchmarks.worker dynamic NAME AXIS SYSTEM BACKEND DYNAMIC --out result.json
     python -m benchmarks.worker dynamic-hits --out result.json
+    python -m benchmarks.worker inductor-zoo NAME MODE [--first torch|bytegraph] --out result.json
     python -m benchmarks.worker zoo NAME MODE [--systems torch,bytegraph] --out result.json
 
 A job writes its JSON after every stage, torch.compile's stages first: if bytegraph crashes
@@ -119,6 +120,12 @@ def dynamic_hits_job(results):
     _run_stage(results, "hit_cost", dynamic_shapes.hit_cost)
 
 
+def inductor_zoo_job(name, mode, first, results):
+    from benchmarks import inductor_zoo
+
+    inductor_zoo.measure(name, mode, first=first, stage=results.stage)
+
+
 def zoo_job(name, mode, systems, results):
     from benchmarks import zoo
 
@@ -147,6 +154,10 @@ def main(argv=None):
     dyn.add_argument("backend", choices=["eager", "inductor"])
     dyn.add_argument("dynamic", choices=["auto", "true"])
     jobs.add_parser("dynamic-hits")
+    ind_zoo = jobs.add_parser("inductor-zoo")
+    ind_zoo.add_argument("name")
+    ind_zoo.add_argument("mode", choices=["eval", "train"])
+    ind_zoo.add_argument("--first", choices=["torch", "bytegraph"], default="torch")
     zoo = jobs.add_parser("zoo")
     zoo.add_argument("name")
     zoo.add_argument("mode", choices=["eval", "train", "generate"])
@@ -172,6 +183,8 @@ def main(argv=None):
         dynamic_job(args.name, args.axis, args.system, args.backend, args.dynamic, results)
     elif args.job == "dynamic-hits":
         dynamic_hits_job(results)
+    elif args.job == "inductor-zoo":
+        inductor_zoo_job(args.name, args.mode, args.first, results)
     elif args.job == "zoo":
         zoo_job(args.name, args.mode, tuple(s for s in args.systems.split(",") if s), results)
     else:
