@@ -810,6 +810,61 @@ def test_captured_call_honours_force_eager_and_verify_correctness():
         _frame.set_verify_correctness(False)
 
 
+def test_captured_call_answers_positional_hits_itself_exactly_as_the_hook_does():
+    """A positional call through the wrapper looks the cache up itself and, on a hit, calls
+    the entry without making the user's frame; keyword calls, defaults to fill in and misses
+    go through the hook. Results, counters and profiler events are the same either way."""
+    original, replacement = make_pair("(a, b=5)", ["a", "b"])
+    recorder = Recorder({original.__code__: replacement.__code__})
+    call = _frame.CapturedCall(original, recorder, Recorder())
+    _frame.reset_stats()
+    events = []
+
+    def profiler(frame, event, arg):
+        if event == "call":
+            events.append(frame.f_code.co_name)
+
+    results = []
+    # miss (hook, compiles); hit (wrapper); hit needing b's default (hook); keyword (hook)
+    for i, (args, kwargs) in enumerate([((1, 2), {}), ((1, 2), {}), ((1,), {}), ((1,), {"b": 2})]):
+        events.clear()
+        sys.setprofile(profiler)
+        try:
+            results.append(call(*args, **kwargs))
+        finally:
+            sys.setprofile(None)
+        assert events == (["__call__", "f"] if i == 0 else ["f"]), events  # the recorder on the miss
+    assert results == [("R", 1, 2), ("R", 1, 2), ("R", 1, 5), ("R", 1, 2)]
+    assert recorder.count(original.__code__) == 1
+    assert _frame.stats()["cache_hits"] == 3 and _frame.miss_count(original.__code__) == 1
+
+
+def test_captured_call_guards_see_the_arguments_and_a_failing_guard_reaches_the_callback():
+    def f(a, b):
+        def inner():
+            return a  # `a` is a cell: a raw value in its slot until the frame runs
+        return inner() + b
+
+    def tagged(a, b):
+        def inner():
+            return a
+        return ("R", inner() + b)
+
+    seen = []
+
+    def guard(info):
+        seen.append(dict(info.f_locals))
+        return info.f_locals["a"] == 1
+
+    _frame.add_entry(f, tagged.__code__, guard)
+    recorder = Recorder()
+    call = _frame.CapturedCall(f, recorder, Recorder())
+    assert call(1, 2) == ("R", 3)  # the guard passes on the wrapper's own lookup
+    assert seen[-1] == {"a": 1, "b": 2} and recorder.count(f.__code__) == 0
+    assert call(2, 2) == 4  # fails: the hook looks again and asks the callback (None: run f)
+    assert recorder.count(f.__code__) == 1
+
+
 def test_captured_call_binds_as_a_method_and_is_collected():
     class Holder:
         def method(self, x):

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "frame/eval_hook.h"
 #include "frame/python_compiler.h"
 #include "frame/thread_state.h"
 #include "python/errors.h"
@@ -33,6 +34,17 @@ CapturedCall* as_captured(PyObject* self) { return reinterpret_cast<CapturedCall
 }  // namespace
 
 void new_module_generation() {
+  // torch's install_generation_tagging_init patches Module.__init__ on its first call and
+  // then only counts; once it has run, the count is done here without a Python frame.
+  static PyObject* tracker_class = nullptr;  // GenerationTracker, held for the process
+  static PyObject* generation = PyUnicode_InternFromString("generation");
+  if (tracker_class != nullptr) {
+    py::Ref<> current = check(PyObject_GetAttr(tracker_class, generation));
+    static PyObject* one = PyLong_FromLong(1);
+    py::Ref<> next = check(PyNumber_Add(current.get(), one));
+    check_status(PyObject_SetAttr(tracker_class, generation, next.get()));
+    return;
+  }
   static PyObject* key = PyUnicode_InternFromString("torch._dynamo.mutation_guard");
   static PyObject* method = PyUnicode_InternFromString("install_generation_tagging_init");
   PyObject* tracker = PyDict_GetItemWithError(PyImport_GetModuleDict(), key);  // borrowed
@@ -41,6 +53,7 @@ void new_module_generation() {
     return;
   }
   check(PyObject_CallMethodNoArgs(tracker, method));  // patches Module.__init__ once, then counts
+  tracker_class = check(PyObject_GetAttrString(tracker, "GenerationTracker")).release();
 }
 
 namespace {
@@ -62,8 +75,14 @@ PyObject* call(PyObject* self_object, PyObject* const* args, size_t nargsf, PyOb
     }
     py::Ref<> outputs;
     {
+      const bool capturing = compiler != nullptr;
       CompilerScope scope(std::move(compiler), std::move(handle));
-      outputs = py::Ref<>::steal(PyObject_Vectorcall(self->fn, args, nargsf, kwnames));
+      PyObject* direct = nullptr;
+      if (capturing && call_cached_entry(self->fn, args, nargsf, kwnames, &direct)) {
+        outputs = py::Ref<>::steal(direct);
+      } else {
+        outputs = py::Ref<>::steal(PyObject_Vectorcall(self->fn, args, nargsf, kwnames));
+      }
     }
     if (!outputs || self->expected_outputs < 0) return outputs.release();
     const bool sequence = PyTuple_Check(outputs.get()) || PyList_Check(outputs.get());

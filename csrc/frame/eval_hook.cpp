@@ -153,6 +153,52 @@ PyObject* call_entry(const CacheEntry& entry, const FrameView& view) {
   return PyObject_Vectorcall(callee, arguments.data(), arguments.size(), nullptr);
 }
 
+// The frame the direct path looks up: the arguments, and the rest of the locals empty, as
+// they are in a frame that has not started.
+constexpr int kDirectLocals = 32;
+
+}  // namespace
+
+bool call_cached_entry(PyObject* function, PyObject* const* args, size_t nargsf, PyObject* kwnames,
+                       PyObject** result) {
+  ThreadHookState* state = current_thread_state();
+  if (state == nullptr || !state->compiler || state->busy > 0) return false;
+  if ((kwnames != nullptr && PyTuple_GET_SIZE(kwnames) > 0) || !PyFunction_Check(function)) return false;
+  auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(function));
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (!is_replaceable_code(code) || argument_slot_count(code) != nargs || code->co_argcount != nargs ||
+      code->co_nlocalsplus > kDirectLocals || !py::shim::thread_can_replace_calls(PyThreadState_GET())) {
+    return false;
+  }
+  CodeCache* cache = CodeCache::find(code);
+  if (cache == nullptr || cache->skipped() || cache->is_own_code() || cache->entries().empty()) return false;
+  PyObject* locals[kDirectLocals] = {};
+  for (Py_ssize_t i = 0; i < nargs; i++) locals[i] = args[i];
+  auto* typed = reinterpret_cast<PyFunctionObject*>(function);
+  FrameView view(code, function, typed->func_globals, typed->func_builtins, locals);
+  std::shared_ptr<CacheEntry> entry;
+  try {
+    DepthScope hook_off(state->busy);
+    CurrentFrameScope current(view);
+    PyObject* backend_key = state->compiler->backend_key();
+    entry = cache->lookup(view.values(), backend_key);
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    // A guard that raised: the hook looks again and reports it as a compile failure would.
+    set_python_error_from_current_exception();
+    PyErr_Clear();
+    return false;
+  }
+  if (!entry) return false;
+  g_stats.frames_seen++;
+  g_stats.cache_hits++;
+  *result = call_entry(*entry, view);
+  return true;
+}
+
+namespace {
+
 // Not noexcept, although no C++ exception leaves it: when the interpreter finalizes, a daemon
 // thread waiting for the GIL is ended with pthread_exit, whose forced unwinding passes through
 // every frame of that thread, this hook's included; a noexcept frame would turn it into

@@ -32,6 +32,14 @@ void set_propagated_error_type(PyObject* type /* borrowed */);
 void set_raise_on_compile_error(bool raise);
 bool raise_on_compile_error();
 
+// A compiled function's wrapper calling `function` with plain positional arguments: on a
+// cache hit the entry's function is called directly, without making the frame that the hook
+// would make only to replace it (no instruction of it ever runs). Returns false, having done
+// nothing and set no error, wherever the hook must decide: a miss, keyword arguments, a call
+// the hook would evaluate unmodified. Otherwise *result is the call's result (null: raised).
+bool call_cached_entry(PyObject* function, PyObject* const* args, size_t nargsf, PyObject* kwnames,
+                       PyObject** result);
+
 // Counters for tests and introspection.
 struct HookStats {
   unsigned long long frames_seen = 0;   // frames that reached the cache lookup

@@ -42,6 +42,10 @@ inline bool frame_can_be_replaced(PyThreadState*, InterpreterFrame* frame) {
   return frame->owner == FRAME_OWNED_BY_THREAD;
 }
 
+// Whether a call may be answered without making its frame at all (CapturedCall's direct
+// path): the same condition as frame_can_be_replaced, less what concerns a made frame.
+inline bool thread_can_replace_calls(PyThreadState*) { return true; }
+
 // After the hook produced the frame's result without evaluating it. On 3.11 the caller of the
 // eval function (`_PyEval_Vector`) clears and pops the frame itself: nothing to do.
 inline void finish_replaced_frame(PyThreadState*, InterpreterFrame*) {}

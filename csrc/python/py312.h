@@ -48,6 +48,10 @@ inline bool frame_can_be_replaced(PyThreadState* tstate, InterpreterFrame* frame
          tstate->tracing == 0;
 }
 
+// Whether a call may be answered without making its frame at all (CapturedCall's direct
+// path): the same condition as frame_can_be_replaced, less what concerns a made frame.
+inline bool thread_can_replace_calls(PyThreadState* tstate) { return tstate->tracing == 0; }
+
 namespace detail {
 
 // The data-stack pop of Python/pystate.c `_PyThreadState_PopFrame` for v3.12: the frame is

@@ -53,6 +53,10 @@ inline bool frame_can_be_replaced(PyThreadState* tstate, InterpreterFrame* frame
          tstate->tracing == 0;
 }
 
+// Whether a call may be answered without making its frame at all (CapturedCall's direct
+// path): the same condition as frame_can_be_replaced, less what concerns a made frame.
+inline bool thread_can_replace_calls(PyThreadState* tstate) { return tstate->tracing == 0; }
+
 // After the hook produced the frame's result without evaluating it: clear the frame's
 // references and pop it off the thread's data stack, as `clear_thread_frame` does.
 inline void finish_replaced_frame(PyThreadState* tstate, InterpreterFrame* frame) {
