@@ -160,6 +160,7 @@ _PURE_STDLIB_FUNCTIONS = frozenset(id(fn) for fn in (
 def register_folded(fn, result):
     """Calls of `fn` in traced code evaluate to `result` (for bytegraph's own queries)."""
     _EXTRA_FOLDED[id(fn)] = (fn, result)
+    _forget_class_kinds()
 
 
 def folded_result(fn):
@@ -414,6 +415,7 @@ _RULES = {}
 def set_rule(obj, kind):
     """Make classify(obj) return `kind`."""
     _RULES[id(obj)] = (obj, kind)
+    _forget_class_kinds()
 
 
 def _kinds_of_exact_types():
@@ -424,6 +426,8 @@ def _kinds_of_exact_types():
 
     kinds = {cls: "constant" for cls in (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                                           torch.dtype, torch.device, torch.Size, slice, range)}
+    kinds.update({cls: "constant" for cls in (torch.layout, torch.memory_format, torch.finfo, torch.iinfo,
+                                              types.CodeType)})
     kinds.update({list: "list", dict: "dict", tuple: "tuple", set: "set"})
     kinds.update({type({}.keys()): "dict_view", type({}.values()): "dict_view", type({}.items()): "dict_view"})
     # Python modules (each global read through one), and the ordered dicts torch.nn keeps its
@@ -447,7 +451,54 @@ def classify(obj) -> str:
     known = _KIND_OF_BUILTIN.get(id(obj))
     if known is not None and known[0] is obj:
         return known[1]
-    return _classify_by_rules(obj)
+    kind = _kind_by_class(obj)
+    if kind is None:
+        kind = _classify_by_rules(obj)
+        _remember_kind_by_class(obj, kind)
+    return kind
+
+
+# Answers that depend on a class alone, kept per class: a trace asks about the same config
+# objects, dataclass sentinels and classes hundreds of times. Kept: the kind of plain classes
+# themselves, and "object" for the non-callable instances of a plain class that does not
+# define __class__ (every test on the way to "object" reads the instance's class and nothing
+# else). Each is kept with the class's __mro__ (a new tuple if its bases are assigned anew).
+# Dropped when a rule, a folded function or torch's opaque types change.
+_KIND_OF_CLASS = weakref.WeakKeyDictionary()  # class -> (its kind, its __mro__)
+_OBJECT_CLASSES = weakref.WeakKeyDictionary()  # class whose instances are "object" -> its __mro__
+_class_kinds_registrations = [-1]  # torch's opaque-type count when they were kept
+
+
+def _forget_class_kinds():
+    _KIND_OF_CLASS.clear()
+    _OBJECT_CLASSES.clear()
+
+
+def _kind_by_class(obj):
+    registered = len(opaque_object._OPAQUE_TYPES)
+    if registered != _class_kinds_registrations[0]:
+        _forget_class_kinds()
+        _class_kinds_registrations[0] = registered
+        return None
+    cls = type(obj)
+    if cls is type:
+        kept = _KIND_OF_CLASS.get(obj)
+        return kept[0] if kept is not None and kept[1] is obj.__mro__ else None
+    if type(cls) is type and _OBJECT_CLASSES.get(cls) is cls.__mro__:
+        return "object"
+    return None
+
+
+def _remember_kind_by_class(obj, kind):
+    cls = type(obj)
+    try:
+        if cls is type:
+            _KIND_OF_CLASS[obj] = (kind, obj.__mro__)
+        elif (kind == "object" and type(cls) is type and not callable(obj)
+              and not any("__class__" in vars(base) for base in cls.__mro__[:-1])):
+            _OBJECT_CLASSES[cls] = cls.__mro__
+    except TypeError:  # a class that cannot be weakly referenced
+        pass
 
 
 def _classify_by_rules(obj) -> str:
