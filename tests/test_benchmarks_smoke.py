@@ -16,7 +16,7 @@ import sys
 import pytest
 import torch
 
-from benchmarks import cache_hit, capture, fake_floor, models, report, run, tracing
+from benchmarks import cache_hit, capture, fake_floor, inductor_zoo, models, report, run, tracing
 from bytegraph._C import trace as _trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -161,3 +161,34 @@ def test_transformers_and_inductor_jobs_finish_or_record_failures():
     row = run.run_worker(["inductor", "Net", "bytegraph"], timeout=300, log=lambda *_: None)
     assert row["inductor"]["matches_eager"]
     assert set(row["inductor"]["steady"]) == {"eager_s", "torch_s", "bytegraph_s"}
+
+
+def test_inductor_zoo_rows_render_with_their_goals_and_crashes():
+    """The inductor-on-the-zoo section from saved rows (the measurement itself compiles with
+    inductor for minutes: BYTEGRAPH_BENCH_SMOKE_FULL=1 runs one job below)."""
+    def system(seconds):
+        return {"compile_s": seconds, "graphs": 1, "max_difference": 1e-6, "matches_eager": True}
+
+    rows = [
+        {"model": "gpt2", "mode": "eval", "first": "torch", "torch": system(6.0), "bytegraph": system(5.0),
+         "steady": {"eager_s": 2e-3, "torch_s": 1e-3, "bytegraph_s": 0.9e-3}},
+        {"model": "gpt2", "mode": "train", "first": "bytegraph", "torch": system(9.0),
+         "crash": {"how": "timed out after 900 s", "stage": "bytegraph"}},
+    ]
+    results = {"inductor_zoo": {"started": "s", "finished": "f", "rows": rows}}
+    summary = inductor_zoo.summary_lines(results)
+    assert len(summary) == 1 and "gpt2 0.90x" in summary[0] and "1 of 1 at most 1.05x: met" in summary[0]
+    section = "\n".join(inductor_zoo.report_section(results))
+    assert "| gpt2 | eval | 2.00 | 1.00 | 0.90 | 0.90x | 6.0 | 1 | yes | 5.0 | 1 | yes |" in section
+    assert "timed out after 900 s in bytegraph" in section
+    assert inductor_zoo.summary_lines({}) == [] and inductor_zoo.report_section({}) == []
+
+
+@pytest.mark.skipif(not FULL, reason="inductor compiles for minutes: BYTEGRAPH_BENCH_SMOKE_FULL=1")
+@pytest.mark.skipif(not models.have_transformers(), reason="transformers is not installed")
+def test_inductor_zoo_job_measures_both_systems():
+    measured = inductor_zoo.run_all(["bert"], ["eval"], timeout=600, log=lambda *_, **__: None)
+    (row,) = measured["rows"]
+    assert row["torch"]["matches_eager"] and row["bytegraph"]["matches_eager"]
+    assert row["bytegraph"]["graphs"] == row["torch"]["graphs"] == 1
+    assert set(row["steady"]) == {"eager_s", "torch_s", "bytegraph_s"}
