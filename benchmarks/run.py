@@ -4,6 +4,7 @@
     python -m benchmarks.run --smoke             # tiny repetition counts, no inductor
     python -m benchmarks.run --models Net MLP --no-inductor --out /tmp/bench
     python -m benchmarks.run --from-json benchmarks/results/latest.json   # re-render only
+    python -m benchmarks.run --cache-only --into benchmarks/results/latest.json   # cache hits, every Python
     python -m benchmarks.zoo --models gpt2 --mode eval                    # the model zoo alone
 
 Each job runs in its own process (benchmarks.worker): a crash of bytegraph's core on one
@@ -36,14 +37,15 @@ def _signal_name(rc):
         return f"signal {-rc}"
 
 
-def run_worker(job_args, *, timeout, env_extra=None, log=print):
-    """Runs `python -m benchmarks.worker ...`; returns its results with the exit recorded."""
+def run_worker(job_args, *, timeout, env_extra=None, log=print, python=None):
+    """Runs `python -m benchmarks.worker ...` (this interpreter unless `python` names another);
+    returns its results with the exit recorded."""
     with tempfile.TemporaryDirectory(prefix="bytegraph-bench-") as tmp:
         out = os.path.join(tmp, "result.json")
         env = dict(os.environ)
         env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
         env.update(env_extra or {})
-        command = [sys.executable, "-X", "faulthandler", "-m", "benchmarks.worker", "--out", out, *job_args]
+        command = [python or sys.executable, "-X", "faulthandler", "-m", "benchmarks.worker", "--out", out, *job_args]
         start = time.perf_counter()
         try:
             proc = subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
@@ -65,6 +67,32 @@ def run_worker(job_args, *, timeout, env_extra=None, log=print):
         results["crash"] = {"how": how, "stage": unfinished[0] if unfinished else None, "stderr_tail": excerpt}
         log(f"    {' '.join(job_args)}: {how} in stage {results['crash']['stage']}")
     return results
+
+
+def other_interpreters():
+    """[(version, python)] of the other CPythons this checkout is built for: the 3.12 and 3.13
+    virtual environments that `make build PYTHON=python3.X` makes, with their extension built."""
+    import glob
+
+    found = []
+    for version in ("3.12", "3.13"):
+        python = os.path.join(REPO_ROOT, f".venv-{version}", "bin", "python")
+        tag = version.replace(".", "")
+        if os.path.exists(python) and glob.glob(os.path.join(REPO_ROOT, "bytegraph", f"_C.cpython-{tag}-*.so")):
+            found.append((version, python))
+    return found
+
+
+def run_cache_by_python(args, *, include_this=False):
+    """The cache-hit job under each other interpreter (and this one, with `include_this`)."""
+    started, rows = time.strftime("%Y-%m-%d %H:%M:%S %Z"), []
+    this = (f"{sys.version_info.major}.{sys.version_info.minor}", sys.executable)
+    for version, python in ([this] if include_this else []) + other_interpreters():
+        print(f"  cache-hit overhead: Python {version}", flush=True)
+        row = run_worker(["cache", "--calls", str(args.cache_calls), "--batches", str(args.cache_batches)],
+                         timeout=args.timeout, python=python)
+        rows.append(dict(row, python=version))
+    return {"started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": rows}
 
 
 def run_dynamic(args, results):
@@ -89,6 +117,11 @@ def run_dynamic(args, results):
                         results["dynamic"].append(row)
     print("  dynamic shapes: cache hits on dynamic entries", flush=True)
     results["dynamic_hits"] = run_worker(["dynamic-hits"], timeout=args.timeout)
+
+
+def _value_or_none(row):
+    return [(r["tensors"], round(r["bytegraph_overhead_s"] * 1e6, 3)) for r in row.get("cache_hit") or []
+            if isinstance(r, dict)] or row.get("crash") or row.get("cache_hit")
 
 
 def parse_args(argv):
@@ -118,6 +151,10 @@ def parse_args(argv):
                         help="models swept with inductor too (each graph costs inductor tens of seconds)")
     parser.add_argument("--cache-calls", type=int, default=5000, help="calls per timed batch (cache hits)")
     parser.add_argument("--cache-batches", type=int, default=9)
+    parser.add_argument("--cache-only", action="store_true",
+                        help="measure the cache-hit overhead alone, under every interpreter this checkout is built "
+                        "for; with --into, put the rows into a saved latest.json and render its report again")
+    parser.add_argument("--into", metavar="LATEST_JSON", help="see --cache-only")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny repetition counts and no inductor: checks that everything runs")
     parser.add_argument("--timeout", type=int, default=900, help="seconds allowed to one job")
@@ -150,6 +187,16 @@ def main(argv=None):
         if results.get("zoo"):
             zoo.write(results["zoo"]["rows"], args.out, started=results["zoo"].get("started"))
         return 0
+    if args.cache_only:
+        measured = run_cache_by_python(args, include_this=True)
+        print(json.dumps([[row["python"], _value_or_none(row)] for row in measured["rows"]], default=str))
+        if args.into:
+            with open(args.into) as f:
+                results = json.load(f)
+            results["cache_by_python"] = measured
+            for path in report.write(results, os.path.dirname(os.path.abspath(args.into))):
+                print(f"wrote {path}")
+        return 0
     selected = models.select(include_transformers=not args.no_transformers, names=args.models)
     names = {m.name for m in selected}
     results = {
@@ -171,6 +218,8 @@ def main(argv=None):
     print("  cache-hit overhead", flush=True)
     results["cache"] = run_worker(["cache", "--calls", str(args.cache_calls), "--batches", str(args.cache_batches)],
                                   timeout=args.timeout)
+    if not args.smoke:
+        results["cache_by_python"] = run_cache_by_python(args)
     for name in [n for n in args.profile_models if n in names]:
         print(f"  profile of the tracing path: {name}", flush=True)
         results["profiles"].append(run_worker(["profile", name], timeout=args.timeout))

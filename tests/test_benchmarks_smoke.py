@@ -192,3 +192,20 @@ def test_inductor_zoo_job_measures_both_systems():
     assert row["torch"]["matches_eager"] and row["bytegraph"]["matches_eager"]
     assert row["bytegraph"]["graphs"] == row["torch"]["graphs"] == 1
     assert set(row["steady"]) == {"eager_s", "torch_s", "bytegraph_s"}
+
+
+def test_cache_hits_by_interpreter_render_with_their_goal():
+    def hit(tensors, ours):
+        return {"tensors": tensors, "eager_s": 1e-6, "empty_call_s": 4e-8, "bytegraph_s": 2e-6, "torch_s": 1e-5,
+                "bytegraph_overhead_s": ours, "torch_overhead_s": 9e-6}
+
+    rows = [{"python": "3.12", "cache_hit": [hit(1, 1.1e-6), hit(2, 1.2e-6), hit(8, 3e-6)]},
+            {"python": "3.13", "crash": {"how": "crashed (SIGSEGV)"}}]
+    text = report.markdown(_results_with(cache={"cache_hit": [hit(2, 0.9e-6)]},
+                                         cache_by_python={"started": "s", "finished": "f", "rows": rows}))
+    assert "| 3.12 | 1.10 / 9.00 | 1.20 / 9.00 | 3.00 / 9.00 | **missed** |" in text
+    assert "| 3.13 | failed: crashed (SIGSEGV) |" in text
+    assert "By interpreter: 3.12 1.20 us (**missed**)." in text
+    assert [version for version, _ in run.other_interpreters()] == [
+        v for v in ("3.12", "3.13") if os.path.exists(os.path.join(REPO, f".venv-{v}", "bin", "python"))
+        and any(name.startswith(f"_C.cpython-{v.replace('.', '')}-") for name in os.listdir(os.path.join(REPO, "bytegraph")))]
