@@ -185,7 +185,9 @@ def main(argv=None):
         for path in report.write(results, args.out):
             print(f"wrote {path}")
         if results.get("zoo"):
-            zoo.write(results["zoo"]["rows"], args.out, started=results["zoo"].get("started"))
+            # The zoo ran last: the run's end is the zoo's.
+            zoo.write(results["zoo"]["rows"], args.out, started=results["zoo"].get("started"),
+                      finished=results["zoo"].get("finished") or results.get("finished"))
         return 0
     if args.cache_only:
         measured = run_cache_by_python(args, include_this=True)
